@@ -1,0 +1,72 @@
+// The snake_case names of the public enums, in one place.
+#include <sandglass/cancel.hpp>
+#include <sandglass/job_spec.hpp>
+#include <sandglass/outcome.hpp>
+#include <sandglass/reason.hpp>
+
+#include <array>
+#include <cstddef>
+
+namespace sandglass {
+namespace {
+
+constexpr std::array<std::string_view, kReasonCount> kReasonNames = {
+    "ok",
+    "completed_after_cancel",
+    "handler_error",
+    "shutting_down",
+    "budget_too_small",
+    "deadline_implausible",
+    "queue_full",
+    "shed",
+    "expired_in_queue",
+    "too_late_to_start",
+    "cancelled_in_queue",
+    "cancelled_while_running",
+    "deadline_exceeded_before_dispatch",
+};
+
+constexpr std::array<std::string_view, 5> kCauseNames = {"none", "caller", "deadline", "upstream",
+                                                         "shutdown"};
+constexpr std::array<std::string_view, kPriorityCount> kPriorityNames = {"critical", "high",
+                                                                         "normal", "sheddable"};
+constexpr std::array<std::string_view, 5> kStateNames = {"completed", "failed", "rejected",
+                                                         "expired", "cancelled"};
+
+template <typename Enum, std::size_t N>
+std::string_view name_of(const std::array<std::string_view, N>& names, Enum value) noexcept {
+  const auto index = static_cast<std::size_t>(value);
+  return index < N ? names[index] : std::string_view{"unknown"};
+}
+
+template <typename Enum, std::size_t N>
+std::optional<Enum> value_of(const std::array<std::string_view, N>& names,
+                             std::string_view name) noexcept {
+  for (std::size_t i = 0; i < N; ++i) {
+    if (names[i] == name) return static_cast<Enum>(i);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string_view to_string(Reason reason) noexcept { return name_of(kReasonNames, reason); }
+std::optional<Reason> reason_from_string(std::string_view name) noexcept {
+  return value_of<Reason>(kReasonNames, name);
+}
+
+std::string_view to_string(CancelCause cause) noexcept { return name_of(kCauseNames, cause); }
+std::optional<CancelCause> cancel_cause_from_string(std::string_view name) noexcept {
+  return value_of<CancelCause>(kCauseNames, name);
+}
+
+std::string_view to_string(Priority priority) noexcept {
+  return name_of(kPriorityNames, priority);
+}
+std::optional<Priority> priority_from_string(std::string_view name) noexcept {
+  return value_of<Priority>(kPriorityNames, name);
+}
+
+std::string_view to_string(State state) noexcept { return name_of(kStateNames, state); }
+
+}  // namespace sandglass

@@ -1,0 +1,180 @@
+// cancel.hpp — `CancelSource` and `CancelToken`: cooperative cancellation that carries its cause.
+//
+//   sandglass::CancelSource source;
+//   sandglass::CancelToken token = source.token();
+//   auto reg = token.on_cancel([&]() noexcept { socket.close(); });
+//   source.cancel(sandglass::CancelCause::caller);   // runs the callback once
+//   token.cancelled();                               // true; token.cause() == caller
+//
+//   sandglass::CancelSource child{token};            // a parent's cancellation reaches the
+//                                                    // child with cause `upstream`
+//
+// The first cause wins: later `cancel()` calls change nothing and return false.
+// Checking a token (`cancelled()`, `cause()`) is one atomic load. Callbacks are `noexcept`, run
+// exactly once, on the thread that cancels, outside any lock of this library; a callback
+// registered after cancellation runs at once on the registering thread. Destroying a
+// `CancelRegistration` deregisters its callback; if the callback is running on another thread
+// at that moment, the destructor blocks until it has returned, so whatever it captures may be
+// destroyed right after.
+//
+// Built on `std::stop_source` / `std::stop_callback`.
+//
+// Thread safety: `CancelSource`, `CancelToken`: distinct objects: safe. Shared objects: safe;
+// every member function may be called concurrently. `CancelRegistration`: unsafe when shared.
+#pragma once
+
+#include <atomic>
+#include <concepts>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+namespace sandglass {
+
+enum class CancelCause : std::uint8_t {
+  none,      // not cancelled
+  caller,    // whoever submitted the work gave up (DELETE, disconnect, JobHandle::cancel)
+  deadline,  // the job's deadline passed
+  upstream,  // a parent token was cancelled
+  shutdown,  // the runtime is shutting down and the drain time is over
+};
+
+std::string_view to_string(CancelCause cause) noexcept;
+std::optional<CancelCause> cancel_cause_from_string(std::string_view name) noexcept;
+
+// A callback for `on_cancel`: callable without arguments and declared noexcept.
+template <typename F>
+concept CancelCallback = std::is_nothrow_invocable_v<std::decay_t<F>&>;
+
+namespace detail {
+
+// Shared by a source and its tokens.
+class CancelState {
+ public:
+  CancelState() = default;
+  CancelState(const CancelState&) = delete;
+  CancelState& operator=(const CancelState&) = delete;
+
+  // Pairs with the release in `cancel()`: whoever sees the cause also sees what the canceller
+  // wrote before cancelling.
+  CancelCause cause() const noexcept { return cause_.load(std::memory_order_acquire); }
+  // For Dekker-style hand-shakes (JobContext::commit): pairs with the seq_cst exchange in
+  // `cancel()`.
+  CancelCause cause_seq_cst() const noexcept { return cause_.load(std::memory_order_seq_cst); }
+
+  // Stores `cause` if none is stored yet, then runs the callbacks. True for the first call.
+  bool cancel(CancelCause cause) noexcept;
+
+  std::stop_token stop_token() const noexcept { return stop_.get_token(); }
+
+  // Makes a cancellation of `parent` cancel this state with cause `upstream`.
+  void link_to(const std::shared_ptr<CancelState>& parent);
+
+ private:
+  struct Forward {
+    CancelState* child;
+    void operator()() const noexcept { child->cancel(CancelCause::upstream); }
+  };
+
+  std::atomic<CancelCause> cause_{CancelCause::none};
+  std::stop_source stop_;
+  std::shared_ptr<CancelState> parent_;  // kept alive while linked
+  std::optional<std::stop_callback<Forward>> parent_link_;  // last: deregisters first
+};
+
+}  // namespace detail
+
+// Keeps a callback registered; destroying it deregisters the callback (see the file comment).
+class CancelRegistration {
+ public:
+  CancelRegistration() = default;
+  CancelRegistration(CancelRegistration&&) noexcept = default;
+  CancelRegistration& operator=(CancelRegistration&&) noexcept = default;
+  ~CancelRegistration() = default;
+
+  // True while a callback is registered (an empty registration is what a token that can never
+  // be cancelled hands out).
+  explicit operator bool() const noexcept { return callback_ != nullptr; }
+  // Deregisters now. Blocks while the callback runs on another thread.
+  void reset() noexcept { callback_.reset(); }
+
+ private:
+  friend class CancelToken;
+  using Callback = std::stop_callback<std::function<void()>>;
+  explicit CancelRegistration(std::unique_ptr<Callback> callback) noexcept
+      : callback_{std::move(callback)} {}
+
+  std::unique_ptr<Callback> callback_;
+};
+
+class CancelToken {
+ public:
+  // A token that is never cancelled.
+  CancelToken() noexcept = default;
+
+  // One atomic load.
+  bool cancelled() const noexcept { return state_ && state_->cause() != CancelCause::none; }
+  CancelCause cause() const noexcept { return state_ ? state_->cause() : CancelCause::none; }
+  // False for a default-constructed token.
+  bool can_be_cancelled() const noexcept { return state_ != nullptr; }
+
+  // Registers `callback` to run once on cancellation (at once if already cancelled).
+  template <CancelCallback F>
+  [[nodiscard]] CancelRegistration on_cancel(F&& callback) const {
+    if (!state_) return {};
+    return CancelRegistration{std::make_unique<CancelRegistration::Callback>(
+        state_->stop_token(), std::function<void()>{std::forward<F>(callback)})};
+  }
+
+ private:
+  friend class CancelSource;
+  friend struct CancelAccess;
+  explicit CancelToken(std::shared_ptr<detail::CancelState> state) noexcept
+      : state_{std::move(state)} {}
+
+  std::shared_ptr<detail::CancelState> state_;
+};
+
+class CancelSource {
+ public:
+  CancelSource();
+  // A child: cancelling `parent` cancels this source with cause `upstream`.
+  explicit CancelSource(const CancelToken& parent);
+
+  // Records `cause` and runs the callbacks, if nothing was recorded before. True for the first
+  // call. Passing `CancelCause::none` does nothing and returns false.
+  bool cancel(CancelCause cause) const noexcept {
+    return cause != CancelCause::none && state_->cancel(cause);
+  }
+  bool cancelled() const noexcept { return state_->cause() != CancelCause::none; }
+  CancelCause cause() const noexcept { return state_->cause(); }
+  CancelToken token() const noexcept { return CancelToken{state_}; }
+
+ private:
+  friend struct CancelAccess;
+  explicit CancelSource(std::shared_ptr<detail::CancelState> state) noexcept
+      : state_{std::move(state)} {}
+
+  std::shared_ptr<detail::CancelState> state_;
+};
+
+// For code of this library that embeds a `CancelState` in a larger object (one allocation per
+// job): builds sources and tokens around an existing state.
+struct CancelAccess {
+  static CancelSource source(std::shared_ptr<detail::CancelState> state) noexcept {
+    return CancelSource{std::move(state)};
+  }
+  static CancelToken token(std::shared_ptr<detail::CancelState> state) noexcept {
+    return CancelToken{std::move(state)};
+  }
+  static const std::shared_ptr<detail::CancelState>& state(const CancelToken& token) noexcept {
+    return token.state_;
+  }
+};
+
+}  // namespace sandglass

@@ -1,0 +1,69 @@
+// outcome.hpp — `Outcome`, the one terminal result every submitted job gets, and `State`.
+//
+//   sandglass::Outcome o = handle.wait();
+//   if (o.state == sandglass::State::cancelled && o.cause == sandglass::CancelCause::deadline)
+//     ...;   // ran out of time at a checkpoint
+//
+// Every submitted job, admitted or not, gets exactly one outcome, also on shutdown.
+//
+//   state      reason                              meaning
+//   completed  ok                                  the handler returned
+//   completed  completed_after_cancel              returned although cancelled (after commit())
+//   failed     handler_error                       the handler threw; `error` has its text
+//   rejected   shutting_down, budget_too_small,    never admitted
+//              deadline_implausible, queue_full
+//   rejected   shed                                admitted, then pushed out by a higher class
+//   expired    expired_in_queue, too_late_to_start removed from the queue without running
+//   cancelled  cancelled_in_queue                  removed from the queue; see `cause`
+//   cancelled  cancelled_while_running             stopped at a checkpoint; see `cause`
+//
+// Thread safety: a value type.
+#pragma once
+
+#include <sandglass/cancel.hpp>
+#include <sandglass/deadline.hpp>
+#include <sandglass/job_spec.hpp>
+#include <sandglass/reason.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace sandglass {
+
+enum class State : std::uint8_t { completed, failed, rejected, expired, cancelled };
+
+std::string_view to_string(State state) noexcept;
+
+// Where a job's time went. Durations not reached (run time of a job that never ran) are zero.
+struct Timings {
+  Duration budget{};              // granted at admission
+  Duration queue_wait{};          // from admission until it started or left the queue
+  Duration run_time{};            // handler start to handler return
+  Duration remaining_at_start{};  // deadline minus start time (zero if it never started)
+  Duration remaining_at_end{};    // deadline minus end time; negative when it ended late
+};
+
+struct Outcome {
+  JobId id = 0;
+  std::string kind;
+  State state = State::rejected;
+  Reason reason = Reason::ok;
+  CancelCause cause = CancelCause::none;  // the cancellation that arrived, if any
+  Timings timings;
+  std::string result;  // what the handler passed to JobContext::set_result
+  std::string error;   // what a failed or cancelled handler threw, if anything
+
+  // True if the job's handler ran at least until its first instruction.
+  bool started() const noexcept {
+    return state == State::completed || state == State::failed ||
+           reason == Reason::cancelled_while_running;
+  }
+};
+
+// Receives a job's outcome, exactly once.
+using OutcomeCallback = std::function<void(const Outcome&)>;
+
+}  // namespace sandglass

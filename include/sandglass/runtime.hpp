@@ -1,0 +1,173 @@
+// runtime.hpp — `Runtime`, the deadline-aware job executor, and `JobHandle`.
+//
+//   sandglass::Runtime rt{{.workers = 4, .capacity = 256}};
+//   auto h = rt.submit({.kind = "resize", .budget = 50ms},
+//                      [](sandglass::JobContext& ctx) { ctx.checkpoint(); /* work */ });
+//   sandglass::Outcome o = h.wait();
+//   rt.shutdown(1s);
+//
+// A Runtime owns a bounded `DeadlineQueue`, a fixed pool of worker threads and one timer thread.
+// Submission runs admission at once: a rejected job gets its terminal outcome before `submit`
+// returns (no exception). A job whose deadline passes while it waits is removed by the timer
+// and its outcome published at that moment (`expired_in_queue`). A running job whose deadline
+// passes has its token cancelled with cause `deadline`; it stops at its next checkpoint.
+// No thread and no OS timer per job.
+//
+// Every submitted job gets exactly one outcome, also on shutdown: `shutdown(drain_timeout)`
+// stops admission, lets queued and running jobs finish until the drain deadline, then removes
+// what is still queued and cancels what still runs (cause `shutdown`), and waits for those
+// handlers to return.
+//
+// Outcome callbacks (`submit`'s third argument) run exactly once, outside the runtime's locks,
+// on whichever thread ended the job: a worker, the timer, the submitter (rejections), or the
+// thread that cancelled it. They must be quick and must not block on the runtime.
+//
+// Thread safety: `Runtime`: all member functions may be called concurrently, except that the
+// destructor must not race with anything. `JobHandle`: distinct objects: safe; shared objects:
+// safe. A handle may outlive its runtime.
+#pragma once
+
+#include <sandglass/budget_policy.hpp>
+#include <sandglass/deadline.hpp>
+#include <sandglass/job_context.hpp>
+#include <sandglass/job_spec.hpp>
+#include <sandglass/outcome.hpp>
+
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/post.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+
+namespace sandglass {
+
+namespace detail {
+struct Job;
+class RuntimeCore;
+}  // namespace detail
+
+struct RuntimeOptions {
+  std::size_t workers = std::max(1u, std::thread::hardware_concurrency());
+  std::size_t capacity = 1024;  // most jobs queued at once
+  BudgetPolicy budget{};
+  // Bulkheads: at most this many jobs of a kind run at once; kinds not named are unlimited.
+  std::map<std::string, std::size_t, std::less<>> kind_limits{};
+  // Drop a queued job at dequeue when less time is left than its kind's estimate.
+  bool drop_if_cannot_finish = true;
+  double estimate_quantile = 0.9;  // which percentile of observed run times admission uses
+
+  // Empty when consistent, else a message naming the offending field.
+  std::string validate() const;
+};
+
+// Counts since start. A snapshot; fields are read one by one while jobs move.
+struct RuntimeStats {
+  std::uint64_t submitted = 0;
+  std::array<std::uint64_t, kReasonCount> outcomes{};  // indexed by Reason
+  std::size_t queued = 0;
+  std::size_t running = 0;
+  std::size_t peak_queued = 0;
+
+  std::uint64_t count(Reason reason) const noexcept {
+    return outcomes[static_cast<std::size_t>(reason)];
+  }
+};
+
+class JobHandle {
+ public:
+  JobHandle() = default;  // refers to no job
+  explicit operator bool() const noexcept { return job_ != nullptr; }
+
+  JobId id() const noexcept;
+  // Cancels with cause `caller`: a queued job leaves the queue, a running one is signalled.
+  // True if this call cancelled it (false when it had ended or was cancelled before).
+  bool cancel() const;
+  // Blocks until the job has its outcome, and returns it.
+  Outcome wait() const;
+  // Blocks until the outcome is there or the timeout passed; nullopt on timeout.
+  std::optional<Outcome> wait_for(Duration timeout) const;
+  std::optional<Outcome> wait_until(Deadline deadline) const;
+  // The outcome if the job has ended, else nullopt. Does not block.
+  std::optional<Outcome> outcome() const;
+  bool done() const noexcept;
+
+ private:
+  friend class detail::RuntimeCore;
+  explicit JobHandle(std::shared_ptr<detail::Job> job) noexcept : job_{std::move(job)} {}
+
+  std::shared_ptr<detail::Job> job_;
+};
+
+class Runtime {
+ public:
+  using Handler = JobHandler;
+
+  // Starts the worker and timer threads. Throws std::invalid_argument naming the field when
+  // `options` are inconsistent.
+  explicit Runtime(RuntimeOptions options = {});
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+  // Shuts down with no drain time if `shutdown` was not called. Blocks.
+  ~Runtime();
+
+  // Admits or rejects the job at once. `handler` must not be empty.
+  JobHandle submit(JobSpec spec, Handler handler);
+  // As above; `on_outcome` runs exactly once with the job's outcome (see the file comment).
+  JobHandle submit(JobSpec spec, Handler handler, OutcomeCallback on_outcome);
+
+  // The Asio form: completes with `void(Outcome)` on the completion handler's associated
+  // executor. Works with callbacks, `asio::use_future` and `asio::use_awaitable`. If the
+  // completion handler has a connected cancellation slot, a cancellation emitted on it cancels
+  // the job with cause `caller`.
+  template <typename CompletionToken>
+  auto async_submit(JobSpec spec, Handler handler, CompletionToken&& token);
+
+  // Stops admitting, drains until `drain_deadline`, then cancels what is left (cause
+  // `shutdown`) and joins all threads. Blocks until every job has its outcome. Idempotent;
+  // concurrent callers all block until the first has finished.
+  void shutdown_until(Deadline drain_deadline);
+  void shutdown(Duration drain_timeout) { shutdown_until(Deadline::after(drain_timeout)); }
+
+  RuntimeStats stats() const;
+  const RuntimeOptions& options() const noexcept;
+
+ private:
+  std::shared_ptr<detail::RuntimeCore> core_;
+};
+
+template <typename CompletionToken>
+auto Runtime::async_submit(JobSpec spec, Handler handler, CompletionToken&& token) {
+  namespace asio = boost::asio;
+  auto initiation = [this](auto completion, JobSpec job_spec, Handler job_handler) {
+    using Completion = decltype(completion);
+    auto slot = asio::get_associated_cancellation_slot(completion);
+    auto executor = asio::get_associated_executor(completion);
+    // Completion handlers may be move-only; an outcome callback must be copyable.
+    auto shared = std::make_shared<Completion>(std::move(completion));
+    JobHandle handle = submit(
+        std::move(job_spec), std::move(job_handler), [shared, executor, slot](const Outcome& outcome) {
+          asio::post(executor, [shared, slot, outcome]() mutable {
+            if (slot.is_connected()) slot.clear();
+            std::move (*shared)(std::move(outcome));
+          });
+        });
+    if (slot.is_connected()) {
+      slot.assign([handle](asio::cancellation_type) { handle.cancel(); });
+    }
+  };
+  return asio::async_initiate<CompletionToken, void(Outcome)>(
+      std::move(initiation), token, std::move(spec), std::move(handler));
+}
+
+}  // namespace sandglass

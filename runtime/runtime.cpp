@@ -1,0 +1,70 @@
+#include <sandglass/runtime.hpp>
+
+#include "runtime/runtime_core.hpp"
+
+#include <stdexcept>
+
+namespace sandglass {
+
+std::string RuntimeOptions::validate() const {
+  if (workers == 0) return "workers: must be at least 1";
+  if (capacity == 0) return "capacity: must be at least 1";
+  if (std::string e = budget.validate(); !e.empty()) return "budget." + e;
+  for (const auto& [kind, limit] : kind_limits) {
+    if (limit == 0) return "kind_limits." + kind + ": must be at least 1";
+  }
+  if (!(estimate_quantile > 0.0 && estimate_quantile <= 1.0)) {
+    return "estimate_quantile: must be in (0, 1]";
+  }
+  return {};
+}
+
+Runtime::Runtime(RuntimeOptions options) {
+  if (std::string error = options.validate(); !error.empty()) {
+    throw std::invalid_argument{"RuntimeOptions." + error};
+  }
+  core_ = std::make_shared<detail::RuntimeCore>(std::move(options));
+  core_->start();
+}
+
+Runtime::~Runtime() { core_->shutdown_until(Deadline::after(Duration::zero())); }
+
+JobHandle Runtime::submit(JobSpec spec, Handler handler) {
+  return core_->submit(std::move(spec), std::move(handler), {});
+}
+
+JobHandle Runtime::submit(JobSpec spec, Handler handler, OutcomeCallback on_outcome) {
+  return core_->submit(std::move(spec), std::move(handler), std::move(on_outcome));
+}
+
+void Runtime::shutdown_until(Deadline drain_deadline) { core_->shutdown_until(drain_deadline); }
+
+RuntimeStats Runtime::stats() const { return core_->stats(); }
+
+const RuntimeOptions& Runtime::options() const noexcept { return core_->options(); }
+
+JobId JobHandle::id() const noexcept { return job_ ? job_->id : 0; }
+
+bool JobHandle::cancel() const { return job_ && job_->core->cancel(*job_, CancelCause::caller); }
+
+Outcome JobHandle::wait() const {
+  if (!job_) throw std::logic_error{"JobHandle::wait: the handle refers to no job"};
+  return job_->wait();
+}
+
+std::optional<Outcome> JobHandle::wait_for(Duration timeout) const {
+  return wait_until(Deadline::after(timeout));
+}
+
+std::optional<Outcome> JobHandle::wait_until(Deadline deadline) const {
+  if (!job_) return std::nullopt;
+  return job_->wait_until(deadline);
+}
+
+std::optional<Outcome> JobHandle::outcome() const {
+  return job_ ? job_->outcome() : std::nullopt;
+}
+
+bool JobHandle::done() const noexcept { return job_ && job_->done(); }
+
+}  // namespace sandglass

@@ -1,0 +1,322 @@
+#include "runtime/runtime_core.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace sandglass::detail {
+namespace {
+
+DeadlineQueueOptions queue_options(const RuntimeOptions& o) {
+  return {.capacity = o.capacity,
+          .workers = o.workers,
+          .min_useful = o.budget.min_useful,
+          .drop_if_cannot_finish = o.drop_if_cannot_finish};
+}
+
+Job& job_of(QueueItem* item) { return static_cast<Job&>(*item); }
+
+}  // namespace
+
+RuntimeCore::RuntimeCore(RuntimeOptions options)
+    : options_{std::move(options)}, queue_{queue_options(options_)} {
+  // Bulkhead kinds get their groups up front so that pop() never grows a vector under load.
+  for (const auto& [kind, limit] : options_.kind_limits) {
+    KindState& ks = kind_state(kind);
+    groups_.push_back(&ks);
+    ks.group = static_cast<std::uint32_t>(groups_.size());
+    ks.limit = limit;
+  }
+  can_start_ = [this](std::uint32_t group) {
+    const KindState& ks = *groups_[group - 1];
+    return ks.running < ks.limit;
+  };
+}
+
+RuntimeCore::~RuntimeCore() = default;
+
+void RuntimeCore::start() {
+  pool_.emplace(options_.workers, *this, options_.budget);
+  timer_ = std::thread{[this] { timer_loop(); }};
+}
+
+KindState& RuntimeCore::kind_state(const std::string& kind) {
+  auto it = kinds_.find(std::string_view{kind});
+  if (it == kinds_.end()) {
+    it = kinds_.try_emplace(kind, KindState{ServiceTimeEstimator{{.quantile = options_.estimate_quantile}}})
+             .first;
+  }
+  return it->second;
+}
+
+JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback on_outcome) {
+  if (!handler) throw std::invalid_argument{"submit: handler is empty"};
+  submitted_.fetch_add(1, std::memory_order_relaxed);
+
+  auto job = std::make_shared<Job>();
+  job->id = next_id_.fetch_add(1, std::memory_order_relaxed);
+  job->kind = std::move(spec.kind);
+  job->priority = spec.priority;
+  job->handler = std::move(handler);
+  job->on_outcome = std::move(on_outcome);
+  job->core = shared_from_this();
+
+  // The budget: the earlier of `budget` and `deadline`, defaulted and clamped by the policy.
+  const TimePoint now = Clock::now();
+  std::optional<Duration> requested = spec.budget;
+  if (spec.deadline) {
+    const Duration until_deadline = spec.deadline->slack(now);
+    requested = requested ? std::min(*requested, until_deadline) : until_deadline;
+  }
+  job->budget = options_.budget.grant(requested).budget;
+  job->deadline = Deadline::after(job->budget, now);
+  job->enqueued_at = now;
+
+  Admission admission;
+  std::shared_ptr<Job> shed;
+  {
+    Lock lock{mu_};
+    KindState& ks = kind_state(job->kind);
+    job->kind_state = &ks;
+    job->estimate = ks.estimator.estimate();
+    job->group = ks.group;
+    // Admission reads the clock again under the lock: the wait for it counts against the job.
+    admission = queue_.admit(*job, Clock::now());
+    if (admission.admitted()) {
+      job->phase = Job::Phase::queued;
+      job->queued_ref = job;
+      peak_queued_ = std::max(peak_queued_, queue_.size());
+      if (idle_workers_ > 0) work_ready_.notify_one();
+      wake_timer_for(job->deadline);
+    } else {
+      job->phase = Job::Phase::finished;
+    }
+    if (admission.shed != nullptr) {
+      Job& victim = job_of(admission.shed);
+      victim.phase = Job::Phase::finished;
+      shed = std::move(victim.queued_ref);
+    }
+  }
+  if (shed) finish_unstarted(*shed, State::rejected, Reason::shed, CancelCause::none);
+  if (!admission.admitted()) {
+    finish_unstarted(*job, State::rejected, admission.reason, CancelCause::none);
+  } else if (spec.parent.can_be_cancelled()) {
+    // Runs at once if the parent is already cancelled. The callback holds only a weak
+    // reference: the job owns the registration.
+    job->parent_link = spec.parent.on_cancel([weak = std::weak_ptr<Job>{job}]() noexcept {
+      if (auto j = weak.lock()) j->core->cancel(*j, CancelCause::upstream);
+    });
+  }
+  return JobHandle{std::move(job)};
+}
+
+bool RuntimeCore::cancel(Job& job, CancelCause cause) {
+  Lock lock{mu_};
+  if (job.phase == Job::Phase::queued) {
+    queue_.remove(job);
+    job.phase = Job::Phase::finished;
+    std::shared_ptr<Job> ref = std::move(job.queued_ref);
+    notify_if_drained();
+    lock.unlock();
+    finish_unstarted(job, State::cancelled, Reason::cancelled_in_queue, cause);
+    return true;
+  }
+  if (job.phase == Job::Phase::running) {
+    lock.unlock();
+    return job.cancel.cancel(cause);
+  }
+  return false;
+}
+
+std::shared_ptr<Job> RuntimeCore::next_job() {
+  thread_local std::vector<DroppedItem> dropped;
+  std::vector<DroppedJob> dropped_jobs;
+  Lock lock{mu_};
+  for (;;) {
+    const TimePoint now = Clock::now();
+    QueueItem* item = queue_.pop(now, dropped, can_start_);
+    take_dropped(dropped, dropped_jobs);
+    std::shared_ptr<Job> started;
+    if (item != nullptr) {
+      Job& job = job_of(item);
+      job.phase = Job::Phase::running;
+      job.started_at = now;
+      ++job.kind_state->running;
+      running_.insert(job);
+      wake_timer_for(job.deadline);
+      started = std::move(job.queued_ref);
+    } else if (dropped_jobs.empty()) {
+      if (stop_workers_) return nullptr;
+      ++idle_workers_;
+      work_ready_.wait(lock);
+      --idle_workers_;
+      continue;
+    }
+    if (!dropped_jobs.empty()) {
+      notify_if_drained();
+      lock.unlock();
+      finish_dropped(dropped_jobs);
+      lock.lock();
+    }
+    if (started) return started;
+  }
+}
+
+void RuntimeCore::job_finished(const std::shared_ptr<Job>& job, Outcome outcome) noexcept {
+  {
+    Lock lock{mu_};
+    running_.erase(running_.iterator_to(*job));
+    job->phase = Job::Phase::finished;
+    KindState& ks = *job->kind_state;
+    --ks.running;
+    if (ks.group != 0 && queue_.unpark(ks.group)) work_ready_.notify_one();
+    // Completed and failed runs are whole samples; a run stopped by its deadline is a lower
+    // bound worth keeping (dropping it would teach the estimator that the kind is fast).
+    // Runs cut short by the caller, upstream or shutdown say nothing about the kind.
+    if (outcome.state == State::completed || outcome.state == State::failed ||
+        outcome.cause == CancelCause::deadline) {
+      ks.estimator.record(outcome.timings.run_time);
+    }
+    notify_if_drained();
+  }
+  publish(*job, std::move(outcome));
+}
+
+void RuntimeCore::timer_loop() {
+  std::vector<DroppedItem> dropped;
+  std::vector<DroppedJob> expired;
+  std::vector<std::shared_ptr<Job>> overdue;
+  Lock lock{mu_};
+  while (!stop_timer_) {
+    const TimePoint now = Clock::now();
+    queue_.expire(now, dropped);
+    take_dropped(dropped, expired);
+    Deadline next = queue_.earliest_deadline();
+    for (Job& job : running_) {
+      if (!job.deadline.expired(now)) {
+        next = earlier(next, job.deadline);
+        break;
+      }
+      if (!job.deadline_signalled) {
+        job.deadline_signalled = true;
+        overdue.push_back(job.shared_from_this());
+      }
+    }
+    if (!expired.empty() || !overdue.empty()) {
+      notify_if_drained();
+      lock.unlock();
+      finish_dropped(expired);
+      for (auto& job : overdue) job->cancel.cancel(CancelCause::deadline);
+      overdue.clear();
+      lock.lock();
+      continue;
+    }
+    timer_sleeps_until_ = next.time_point();
+    if (next.is_never()) {
+      timer_wake_.wait(lock);
+    } else {
+      timer_wake_.wait_until(lock, next.time_point());
+    }
+    timer_sleeps_until_ = TimePoint::min();  // awake: nobody needs to wake us
+  }
+}
+
+void RuntimeCore::shutdown_until(Deadline drain_deadline) {
+  std::lock_guard shutdown_lock{shutdown_mu_};
+  if (shut_down_) return;
+  std::vector<std::shared_ptr<Job>> left_in_queue;
+  std::vector<std::shared_ptr<Job>> still_running;
+  {
+    Lock lock{mu_};
+    closing_ = true;
+    queue_.close();
+    auto drained = [&] { return queue_.empty() && running_.empty(); };
+    if (drain_deadline.is_never()) {
+      drained_.wait(lock, drained);
+    } else {
+      drained_.wait_until(lock, drain_deadline.time_point(), drained);
+    }
+    for (QueueItem* item : queue_.take_all()) {
+      Job& job = job_of(item);
+      job.phase = Job::Phase::finished;
+      left_in_queue.push_back(std::move(job.queued_ref));
+    }
+    for (Job& job : running_) still_running.push_back(job.shared_from_this());
+  }
+  for (auto& job : left_in_queue) {
+    finish_unstarted(*job, State::cancelled, Reason::cancelled_in_queue, CancelCause::shutdown);
+  }
+  for (auto& job : still_running) job->cancel.cancel(CancelCause::shutdown);
+  {
+    // Handlers see the cancellation at their next checkpoint; wait for them to return.
+    Lock lock{mu_};
+    drained_.wait(lock, [&] { return running_.empty(); });
+    stop_workers_ = true;
+    stop_timer_ = true;
+  }
+  work_ready_.notify_all();
+  timer_wake_.notify_all();
+  pool_->join();
+  timer_.join();
+  shut_down_ = true;
+}
+
+RuntimeStats RuntimeCore::stats() const {
+  RuntimeStats s;
+  s.submitted = submitted_.load(std::memory_order_relaxed);
+  for (std::size_t i = 0; i < kReasonCount; ++i) {
+    s.outcomes[i] = outcomes_[i].load(std::memory_order_relaxed);
+  }
+  std::lock_guard lock{mu_};
+  s.queued = queue_.size();
+  s.running = running_.size();
+  s.peak_queued = peak_queued_;
+  return s;
+}
+
+void RuntimeCore::take_dropped(std::vector<DroppedItem>& dropped, std::vector<DroppedJob>& out) {
+  for (const DroppedItem& d : dropped) {
+    Job& job = job_of(d.item);
+    job.phase = Job::Phase::finished;
+    out.push_back({std::move(job.queued_ref), d.reason});
+  }
+  dropped.clear();
+}
+
+void RuntimeCore::finish_dropped(std::vector<DroppedJob>& dropped) {
+  for (auto& [job, reason] : dropped) {
+    finish_unstarted(*job, State::expired, reason, CancelCause::none);
+  }
+  dropped.clear();
+}
+
+void RuntimeCore::wake_timer_for(Deadline deadline) {
+  if (deadline.time_point() < timer_sleeps_until_) {
+    timer_sleeps_until_ = deadline.time_point();
+    timer_wake_.notify_one();
+  }
+}
+
+void RuntimeCore::notify_if_drained() {
+  if (closing_ && queue_.empty() && running_.empty()) drained_.notify_all();
+}
+
+void RuntimeCore::finish_unstarted(Job& job, State state, Reason reason, CancelCause cause) {
+  const TimePoint now = Clock::now();
+  Outcome o;
+  o.id = job.id;
+  o.kind = job.kind;
+  o.state = state;
+  o.reason = reason;
+  o.cause = cause;
+  o.timings.budget = job.budget;
+  if (job.enqueued_at != TimePoint{}) o.timings.queue_wait = now - job.enqueued_at;
+  o.timings.remaining_at_end = job.deadline.slack(now);
+  publish(job, std::move(o));
+}
+
+void RuntimeCore::publish(Job& job, Outcome outcome) {
+  outcomes_[static_cast<std::size_t>(outcome.reason)].fetch_add(1, std::memory_order_relaxed);
+  job.publish(std::move(outcome));
+}
+
+}  // namespace sandglass::detail

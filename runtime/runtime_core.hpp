@@ -1,0 +1,123 @@
+// runtime_core.hpp (private) — `RuntimeCore`, the state behind a `Runtime`: the queue, the
+// running set, per-kind estimates and bulkheads, the worker pool and the deadline timer, all
+// guarded by one mutex.
+//
+// One timer thread serves every job: it sleeps until the earliest deadline of any queued or
+// running job, removes queued jobs whose deadline passed (expired_in_queue) and cancels
+// running ones with cause `deadline`. Submitting or starting a job wakes it only when that
+// job's deadline is earlier than the one it sleeps for.
+//
+// Thread safety: every public member function may be called concurrently.
+#pragma once
+
+#include <sandglass/deadline_queue.hpp>
+#include <sandglass/runtime.hpp>
+#include <sandglass/service_time_estimator.hpp>
+
+#include "workers/job.hpp"
+#include "workers/worker_pool.hpp"
+
+#include <boost/intrusive/set.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace sandglass::detail {
+
+// What the runtime knows about one kind of job.
+struct KindState {
+  ServiceTimeEstimator estimator;
+  std::uint32_t group = 0;  // bulkhead group, zero when the kind is unlimited
+  std::size_t limit = 0;    // most running at once (when group != 0)
+  std::size_t running = 0;
+};
+
+class RuntimeCore final : public JobSource, public std::enable_shared_from_this<RuntimeCore> {
+ public:
+  explicit RuntimeCore(RuntimeOptions options);
+  ~RuntimeCore() override;
+
+  // Starts the worker and timer threads; call once, right after construction.
+  void start();
+
+  JobHandle submit(JobSpec spec, JobHandler handler, OutcomeCallback on_outcome);
+  // Cancels a queued job (it leaves the queue) or signals a running one. True if this call
+  // cancelled it.
+  bool cancel(Job& job, CancelCause cause);
+  void shutdown_until(Deadline drain_deadline);
+  RuntimeStats stats() const;
+  const RuntimeOptions& options() const noexcept { return options_; }
+
+  std::shared_ptr<Job> next_job() override;
+  void job_finished(const std::shared_ptr<Job>& job, Outcome outcome) noexcept override;
+
+ private:
+  struct ByDeadline {
+    bool operator()(const Job& a, const Job& b) const noexcept { return a.deadline < b.deadline; }
+  };
+  using RunningSet = boost::intrusive::multiset<
+      Job,
+      boost::intrusive::member_hook<Job, boost::intrusive::set_member_hook<>, &Job::running_hook>,
+      boost::intrusive::compare<ByDeadline>>;
+  using Lock = std::unique_lock<std::mutex>;
+
+  struct StringHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>{}(s);
+    }
+  };
+
+  struct DroppedJob {
+    std::shared_ptr<Job> job;
+    Reason reason;
+  };
+
+  void timer_loop();
+  KindState& kind_state(const std::string& kind);  // requires mu_
+  // Marks items the queue dropped as finished and takes their references; requires mu_.
+  void take_dropped(std::vector<DroppedItem>& dropped, std::vector<DroppedJob>& out);
+  // Publishes `expired` outcomes for them and clears the vector. Must not hold mu_.
+  void finish_dropped(std::vector<DroppedJob>& dropped);
+  void wake_timer_for(Deadline deadline);  // requires mu_
+  void notify_if_drained();                // requires mu_
+  // Publishes an outcome for a job that never ran. Must not hold mu_.
+  void finish_unstarted(Job& job, State state, Reason reason, CancelCause cause);
+  void publish(Job& job, Outcome outcome);
+
+  const RuntimeOptions options_;
+
+  mutable std::mutex mu_;
+  std::condition_variable work_ready_;  // a job may start, or workers should stop
+  std::condition_variable timer_wake_;  // an earlier deadline exists, or the timer should stop
+  std::condition_variable drained_;     // queue and running set became empty while closing
+  DeadlineQueue queue_;                               // guarded by mu_
+  RunningSet running_;                                // guarded by mu_
+  std::unordered_map<std::string, KindState, StringHash, std::equal_to<>> kinds_;  // guarded
+  std::vector<KindState*> groups_;                    // by group - 1; guarded by mu_
+  std::function<bool(std::uint32_t)> can_start_;      // reads groups_; called under mu_
+  std::size_t idle_workers_ = 0;                      // guarded by mu_
+  std::size_t peak_queued_ = 0;                       // guarded by mu_
+  TimePoint timer_sleeps_until_ = TimePoint::max();   // guarded by mu_
+  bool closing_ = false;                              // guarded by mu_
+  bool stop_workers_ = false;                         // guarded by mu_
+  bool stop_timer_ = false;                           // guarded by mu_
+
+  std::atomic<JobId> next_id_{1};
+  std::atomic<std::uint64_t> submitted_{0};
+  std::array<std::atomic<std::uint64_t>, kReasonCount> outcomes_{};
+
+  std::mutex shutdown_mu_;  // serialises shutdown_until
+  bool shut_down_ = false;  // guarded by shutdown_mu_
+  std::optional<WorkerPool> pool_;
+  std::thread timer_;
+};
+
+}  // namespace sandglass::detail

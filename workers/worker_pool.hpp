@@ -1,0 +1,47 @@
+// worker_pool.hpp (private) — `WorkerPool`, a fixed set of threads that run jobs from a
+// `JobSource`, and the `JobSource` interface the runtime implements.
+//
+// Thread safety: the pool's constructor starts the threads; `join` and the destructor must not
+// race with each other.
+#pragma once
+
+#include <sandglass/budget_policy.hpp>
+#include <sandglass/outcome.hpp>
+
+#include "workers/job.hpp"
+
+#include <cstddef>
+#include <memory>
+#include <thread>
+#include <vector>
+
+namespace sandglass::detail {
+
+class JobSource {
+ public:
+  virtual ~JobSource() = default;
+  // Blocks until a job may start (and marks it running), or returns nullptr when the pool
+  // should stop. Called by every worker thread.
+  virtual std::shared_ptr<Job> next_job() = 0;
+  // Called once for every job `next_job` returned, after its handler returned.
+  virtual void job_finished(const std::shared_ptr<Job>& job, Outcome outcome) noexcept = 0;
+};
+
+class WorkerPool {
+ public:
+  // `source` and `policy` must outlive the pool.
+  WorkerPool(std::size_t workers, JobSource& source, const BudgetPolicy& policy);
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+  ~WorkerPool() { join(); }
+
+  // Blocks until every worker has returned (that is, until `next_job` returned nullptr to
+  // each of them).
+  void join();
+  std::size_t size() const noexcept { return threads_.size(); }
+
+ private:
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace sandglass::detail
