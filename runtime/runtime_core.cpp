@@ -71,6 +71,13 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
   job->deadline = Deadline::after(job->budget, now);
   job->enqueued_at = now;
 
+  if (spec.parent.cancelled()) {
+    // Nobody upstream wants the result any more: do not let it take a queue slot.
+    job->phase = Job::Phase::finished;
+    finish_unstarted(*job, State::cancelled, Reason::cancelled_in_queue, CancelCause::upstream);
+    return JobHandle{std::move(job)};
+  }
+
   Admission admission;
   std::shared_ptr<Job> shed;
   {

@@ -1,0 +1,37 @@
+# Two commands for a fresh Debian 12 machine:
+#   make test   installs what is missing, builds, runs the whole test suite
+#   make run    installs what is missing, builds, runs the embedded-runtime demo
+# Both are idempotent. The build lives in $(BUILD) (CMake + Ninja).
+
+BUILD ?= build
+BUILD_TYPE ?= RelWithDebInfo
+PACKAGES := g++ cmake ninja-build libboost1.81-dev doctest-dev libbenchmark-dev
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: deps build test run clean
+
+deps:
+	@missing=""; \
+	for p in $(PACKAGES); do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed$$' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && \
+	  $(SUDO) apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends $$missing; \
+	fi
+
+$(BUILD)/build.ninja:
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
+
+build: deps $(BUILD)/build.ninja
+	cmake --build $(BUILD)
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure -j2
+
+run: build
+	./$(BUILD)/runtime/sandglass-demo
+
+clean:
+	rm -rf $(BUILD)

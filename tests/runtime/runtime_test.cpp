@@ -1,0 +1,411 @@
+#include <sandglass/runtime.hpp>
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <latch>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using sandglass::CancelCause;
+using sandglass::JobContext;
+using sandglass::Outcome;
+using sandglass::Priority;
+using sandglass::Reason;
+using sandglass::Runtime;
+using sandglass::State;
+
+namespace {
+
+// Holds a worker until released; lets a test know when the worker is taken.
+struct Gate {
+  std::latch started{1};
+  std::latch release{1};
+
+  sandglass::JobHandler handler() {
+    return [this](JobContext&) {
+      started.count_down();
+      release.wait();
+    };
+  }
+};
+
+// Runs for at least `d` of wall time, checking for cancellation all along.
+void busy_for(JobContext& ctx, sandglass::Duration d) {
+  const auto until = sandglass::Clock::now() + d;
+  while (sandglass::Clock::now() < until) ctx.checkpoint();
+}
+
+}  // namespace
+
+TEST_SUITE("Runtime") {
+  TEST_CASE("a job that returns completes with reason ok and carries its result" *
+            doctest::timeout(10)) {
+    Runtime rt{{.workers = 2, .capacity = 8}};
+    auto h = rt.submit({.kind = "echo", .budget = 5s},
+                       [](JobContext& ctx) { ctx.set_result("hello"); });
+    const Outcome o = h.wait();
+    CHECK(o.id == h.id());
+    CHECK(o.kind == "echo");
+    CHECK(o.state == State::completed);
+    CHECK(o.reason == Reason::ok);
+    CHECK(o.cause == CancelCause::none);
+    CHECK(o.result == "hello");
+    CHECK(o.timings.budget == 5s);
+    CHECK(o.timings.remaining_at_start > 0s);
+    CHECK(o.timings.remaining_at_end <= o.timings.remaining_at_start);
+    CHECK(h.done());
+    REQUIRE(h.outcome().has_value());
+    CHECK(h.outcome()->result == "hello");
+  }
+
+  TEST_CASE("a handler that throws fails with its error text and the worker keeps serving" *
+            doctest::timeout(10)) {
+    Runtime rt{{.workers = 1, .capacity = 8}};
+    auto bad = rt.submit({.kind = "bad"}, [](JobContext&) { throw std::runtime_error{"boom"}; });
+    auto good = rt.submit({.kind = "good"}, [](JobContext&) {});
+    const Outcome o = bad.wait();
+    CHECK(o.state == State::failed);
+    CHECK(o.reason == Reason::handler_error);
+    CHECK(o.error == "boom");
+    CHECK(good.wait().state == State::completed);
+  }
+
+  TEST_CASE("a handler that throws while cancelled counts as cancelled and keeps its error" *
+            doctest::timeout(10)) {
+    Runtime rt{{.workers = 1, .capacity = 8}};
+    std::latch running{1};
+    auto h = rt.submit({.kind = "io"}, [&](JobContext& ctx) {
+      std::latch cancelled{1};
+      auto seen = ctx.token().on_cancel([&]() noexcept { cancelled.count_down(); });
+      running.count_down();
+      cancelled.wait();
+      throw std::runtime_error{"socket closed"};  // what a cancelled socket read looks like
+    });
+    running.wait();
+    h.cancel();
+    const Outcome o = h.wait();
+    CHECK(o.state == State::cancelled);
+    CHECK(o.reason == Reason::cancelled_while_running);
+    CHECK(o.cause == CancelCause::caller);
+    CHECK(o.error == "socket closed");
+  }
+
+  TEST_CASE("a running job that never returns is cancelled at a checkpoint once its deadline passes" *
+            doctest::timeout(10)) {
+    Runtime rt{{.workers = 2, .capacity = 64}};
+    auto h = rt.submit({.kind = "resize", .priority = Priority::normal, .budget = 50ms},
+                       [](JobContext& ctx) { for (;;) ctx.checkpoint(); });
+    const Outcome o = h.wait();
+    CHECK(o.state == State::cancelled);
+    CHECK(o.reason == Reason::cancelled_while_running);
+    CHECK(o.cause == CancelCause::deadline);
+    CHECK(o.timings.run_time > 0s);
+    CHECK(o.timings.remaining_at_end <= 0s);
+  }
+
+  TEST_CASE("cancelling a queued job removes it at once with cause caller" * doctest::timeout(10)) {
+    Runtime rt{{.workers = 1, .capacity = 8}};
+    Gate gate;
+    auto blocker = rt.submit({.kind = "block"}, gate.handler());
+    gate.started.wait();
+    std::atomic<bool> ran{false};
+    auto queued = rt.submit({.kind = "victim"}, [&](JobContext&) { ran = true; });
+    CHECK(queued.cancel());
+    const Outcome o = queued.wait();  // answered while the only worker is still blocked
+    CHECK(o.state == State::cancelled);
+    CHECK(o.reason == Reason::cancelled_in_queue);
+    CHECK(o.cause == CancelCause::caller);
+    CHECK_FALSE(queued.cancel());  // a second cancel changes nothing
+    gate.release.count_down();
+    CHECK(blocker.wait().state == State::completed);
+    CHECK_FALSE(ran.load());
+  }
+
+  TEST_CASE("a cancellation after the commit point lets the job complete and says so" *
+            doctest::timeout(10)) {
+    Runtime rt{{.workers = 1, .capacity = 8}};
+    std::latch committed{1};
+    std::atomic<int> after_commit_callbacks{0};
+    auto h = rt.submit({.kind = "write"}, [&](JobContext& ctx) {
+      ctx.on_cancel([&]() noexcept { after_commit_callbacks.fetch_add(1); });
+      std::latch cancelled{1};
+      auto seen = ctx.token().on_cancel([&]() noexcept { cancelled.count_down(); });
+      ctx.commit();
+      committed.count_down();
+      cancelled.wait();
+      ctx.checkpoint();  // no longer throws
+      ctx.set_result("written");
+    });
+    committed.wait();
+    CHECK(h.cancel());
+    const Outcome o = h.wait();
+    CHECK(o.state == State::completed);
+    CHECK(o.reason == Reason::completed_after_cancel);
+    CHECK(o.cause == CancelCause::caller);
+    CHECK(o.result == "written");
+    CHECK(after_commit_callbacks.load() == 0);
+  }
+
+  TEST_CASE("commit throws when the cancellation came first" * doctest::timeout(10)) {
+    Runtime rt{{.workers = 1, .capacity = 8}};
+    std::latch started{1};
+    std::atomic<bool> wrote{false};
+    auto h = rt.submit({.kind = "write"}, [&](JobContext& ctx) {
+      std::latch cancelled{1};
+      auto seen = ctx.token().on_cancel([&]() noexcept { cancelled.count_down(); });
+      started.count_down();
+      cancelled.wait();
+      ctx.commit();
+      wrote = true;
+    });
+    started.wait();
+    h.cancel();
+    const Outcome o = h.wait();
+    CHECK(o.state == State::cancelled);
+    CHECK(o.cause == CancelCause::caller);
+    CHECK_FALSE(wrote.load());
+  }
+
+  TEST_CASE("a job with too small a budget is rejected before it costs anything" *
+            doctest::timeout(10)) {
+    Runtime rt{{.workers = 1, .capacity = 8, .budget = {.min_useful = 5ms}}};
+    std::atomic<bool> ran{false};
+    auto h = rt.submit({.kind = "k", .budget = 4ms}, [&](JobContext&) { ran = true; });
+    REQUIRE(h.done());  // the rejection is there before submit returns
+    const Outcome o = h.wait();
+    CHECK(o.state == State::rejected);
+    CHECK(o.reason == Reason::budget_too_small);
+    CHECK_FALSE(ran.load());
+  }
+
+  TEST_CASE("a job that its kind's observed run time cannot fit is rejected as implausible" *
+            doctest::timeout(10)) {
+    Runtime rt{{.workers = 1, .capacity = 8}};
+    CHECK(rt.submit({.kind = "slow"}, [](JobContext& ctx) { busy_for(ctx, 20ms); }).wait().state ==
+          State::completed);
+    auto h = rt.submit({.kind = "slow", .budget = 10ms}, [](JobContext&) {});
+    CHECK(h.wait().reason == Reason::deadline_implausible);
+    // Another kind without samples is admitted with the same budget.
+    CHECK(rt.submit({.kind = "fresh", .budget = 10ms}, [](JobContext&) {}).wait().state ==
+          State::completed);
+  }
+
+  TEST_CASE("a full queue sheds its latest sheddable job for a critical one and then refuses" *
+            doctest::timeout(10)) {
+    Runtime rt{{.workers = 1, .capacity = 2}};
+    Gate gate;
+    auto blocker = rt.submit({.kind = "block"}, gate.handler());
+    gate.started.wait();
+    auto early = rt.submit({.kind = "s", .priority = Priority::sheddable, .budget = 10s},
+                           [](JobContext&) {});
+    auto late = rt.submit({.kind = "s", .priority = Priority::sheddable, .budget = 20s},
+                          [](JobContext&) {});
+    auto critical = rt.submit({.kind = "c", .priority = Priority::critical, .budget = 10s},
+                              [](JobContext&) {});
+    const Outcome shed = late.wait();
+    CHECK(shed.state == State::rejected);
+    CHECK(shed.reason == Reason::shed);
+    auto refused = rt.submit({.kind = "s", .priority = Priority::sheddable, .budget = 10s},
+                             [](JobContext&) {});
+    CHECK(refused.wait().reason == Reason::queue_full);
+    CHECK_FALSE(critical.done());
+    gate.release.count_down();
+    CHECK(critical.wait().state == State::completed);
+    CHECK(early.wait().state == State::completed);
+  }
+
+  TEST_CASE("jobs run highest class first and earliest deadline first within a class" *
+            doctest::timeout(10)) {
+    Runtime rt{{.workers = 1, .capacity = 8}};
+    Gate gate;
+    auto blocker = rt.submit({.kind = "block"}, gate.handler());
+    gate.started.wait();
+    std::vector<std::string> order;  // written by the only worker, read after wait()
+    auto record = [&order](std::string name) {
+      return [&order, name](JobContext&) { order.push_back(name); };
+    };
+    std::vector<sandglass::JobHandle> handles;
+    handles.push_back(rt.submit({.kind = "k", .priority = Priority::sheddable, .budget = 1s}, record("sheddable")));
+    handles.push_back(rt.submit({.kind = "k", .priority = Priority::normal, .budget = 9s}, record("normal-late")));
+    handles.push_back(rt.submit({.kind = "k", .priority = Priority::normal, .budget = 5s}, record("normal-early")));
+    handles.push_back(rt.submit({.kind = "k", .priority = Priority::critical, .budget = 9s}, record("critical")));
+    handles.push_back(rt.submit({.kind = "k", .priority = Priority::high, .budget = 9s}, record("high")));
+    gate.release.count_down();
+    for (auto& h : handles) h.wait();
+    CHECK(order == std::vector<std::string>{"critical", "high", "normal-early", "normal-late", "sheddable"});
+  }
+
+  TEST_CASE("a bulkhead keeps one kind from taking every worker" * doctest::timeout(10)) {
+    Runtime rt{{.workers = 2, .capacity = 8, .kind_limits = {{"slow", 1}}}};
+    Gate gate;
+    auto first = rt.submit({.kind = "slow"}, gate.handler());
+    gate.started.wait();
+    std::atomic<bool> second_ran{false};
+    auto second = rt.submit({.kind = "slow"}, [&](JobContext&) { second_ran = true; });
+    auto other = rt.submit({.kind = "fast"}, [](JobContext&) {});
+    CHECK(other.wait().state == State::completed);  // the free worker serves another kind
+    CHECK_FALSE(second_ran.load());                 // but not a second "slow" job
+    CHECK_FALSE(second.done());
+    gate.release.count_down();
+    CHECK(first.wait().state == State::completed);
+    CHECK(second.wait().state == State::completed);
+    CHECK(second_ran.load());
+  }
+
+  TEST_CASE("cancelling a parent token cancels the job with cause upstream" * doctest::timeout(10)) {
+    Runtime rt{{.workers = 1, .capacity = 8}};
+    sandglass::CancelSource parent;
+    Gate gate;
+    std::latch running{1};
+    auto blocker = rt.submit({.kind = "block"}, gate.handler());
+    gate.started.wait();
+    auto queued = rt.submit({.kind = "q", .parent = parent.token()}, [](JobContext&) {});
+    parent.cancel(CancelCause::caller);
+    const Outcome q = queued.wait();
+    CHECK(q.state == State::cancelled);
+    CHECK(q.reason == Reason::cancelled_in_queue);
+    CHECK(q.cause == CancelCause::upstream);
+    gate.release.count_down();
+    blocker.wait();
+
+    sandglass::CancelSource parent2;
+    auto running_job = rt.submit({.kind = "r", .parent = parent2.token()}, [&](JobContext& ctx) {
+      running.count_down();
+      for (;;) ctx.checkpoint();
+    });
+    running.wait();
+    parent2.cancel(CancelCause::deadline);
+    const Outcome r = running_job.wait();
+    CHECK(r.reason == Reason::cancelled_while_running);
+    CHECK(r.cause == CancelCause::upstream);
+
+    auto born_cancelled = rt.submit({.kind = "b", .parent = parent.token()}, [](JobContext&) {});
+    CHECK(born_cancelled.wait().cause == CancelCause::upstream);
+  }
+
+  TEST_CASE("wait_for gives up after its timeout without an outcome" * doctest::timeout(10)) {
+    Runtime rt{{.workers = 1, .capacity = 8}};
+    Gate gate;
+    auto h = rt.submit({.kind = "block"}, gate.handler());
+    gate.started.wait();
+    CHECK_FALSE(h.wait_for(1ms).has_value());
+    CHECK_FALSE(h.outcome().has_value());
+    gate.release.count_down();
+    CHECK(h.wait_for(10s).has_value());
+  }
+
+  TEST_CASE("the outcome callback runs exactly once with the same outcome the handle reports" *
+            doctest::timeout(10)) {
+    Runtime rt{{.workers = 2, .capacity = 4}};
+    constexpr int kJobs = 200;
+    std::vector<std::atomic<int>> calls(kJobs + 1);
+    std::latch all{kJobs};
+    std::vector<sandglass::JobHandle> handles;
+    for (int i = 0; i < kJobs; ++i) {
+      handles.push_back(rt.submit({.kind = "k", .budget = 5s}, [](JobContext&) {},
+                                  [&](const Outcome& o) {
+                                    calls[o.id % (kJobs + 1)].fetch_add(1);
+                                    all.count_down();
+                                  }));
+    }
+    all.wait();
+    for (auto& h : handles) {
+      CHECK(calls[h.id() % (kJobs + 1)].load() == 1);
+      CHECK(h.done());
+    }
+  }
+
+  TEST_CASE("an empty handler is refused with an exception") {
+    Runtime rt{{.workers = 1, .capacity = 1}};
+    CHECK_THROWS_AS(rt.submit({.kind = "k"}, sandglass::JobHandler{}), std::invalid_argument);
+  }
+
+  TEST_CASE("inconsistent options are refused with a message naming the field") {
+    CHECK_THROWS_WITH_AS(Runtime({.workers = 0}), "RuntimeOptions.workers: must be at least 1",
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(Runtime({.workers = 1, .capacity = 0}),
+                         "RuntimeOptions.capacity: must be at least 1", std::invalid_argument);
+    CHECK_THROWS_WITH_AS(
+        Runtime({.workers = 1, .budget = {.default_budget = 1s, .max_budget = 500ms}}),
+        "RuntimeOptions.budget.max_budget: must not be less than default_budget",
+        std::invalid_argument);
+    CHECK_THROWS_WITH_AS(Runtime({.workers = 1, .kind_limits = {{"x", 0}}}),
+                         "RuntimeOptions.kind_limits.x: must be at least 1", std::invalid_argument);
+  }
+
+  TEST_CASE("shutdown lets queued and running jobs finish within the drain time" *
+            doctest::timeout(10)) {
+    Runtime rt{{.workers = 1, .capacity = 8}};
+    Gate gate;
+    auto running = rt.submit({.kind = "block"}, gate.handler());
+    gate.started.wait();
+    auto queued = rt.submit({.kind = "q"}, [](JobContext& ctx) { ctx.set_result("drained"); });
+    // Release the worker only once shutdown has closed admission, so the drain really waits.
+    std::thread releaser{[&] {
+      while (rt.submit({.kind = "probe"}, [](JobContext&) {}).wait().reason !=
+             Reason::shutting_down) {
+      }
+      gate.release.count_down();
+    }};
+    rt.shutdown(10s);
+    releaser.join();
+    CHECK(running.wait().state == State::completed);
+    CHECK(queued.wait().result == "drained");
+    const auto after = rt.submit({.kind = "late"}, [](JobContext&) {});
+    CHECK(after.wait().reason == Reason::shutting_down);
+  }
+
+  TEST_CASE("shutdown after the drain time cancels what still waits or runs with cause shutdown" *
+            doctest::timeout(10)) {
+    Runtime rt{{.workers = 1, .capacity = 8}};
+    std::latch running{1};
+    auto spinning = rt.submit({.kind = "spin"}, [&](JobContext& ctx) {
+      running.count_down();
+      for (;;) ctx.checkpoint();
+    });
+    running.wait();
+    std::atomic<bool> ran{false};
+    auto queued = rt.submit({.kind = "q"}, [&](JobContext&) { ran = true; });
+    rt.shutdown(0s);
+    const Outcome s = spinning.wait();
+    CHECK(s.state == State::cancelled);
+    CHECK(s.reason == Reason::cancelled_while_running);
+    CHECK(s.cause == CancelCause::shutdown);
+    const Outcome q = queued.wait();
+    CHECK(q.state == State::cancelled);
+    CHECK(q.reason == Reason::cancelled_in_queue);
+    CHECK(q.cause == CancelCause::shutdown);
+    CHECK_FALSE(ran.load());
+    const auto stats = rt.stats();
+    CHECK(stats.submitted == 2);
+    CHECK(stats.count(Reason::cancelled_in_queue) == 1);
+    CHECK(stats.count(Reason::cancelled_while_running) == 1);
+    CHECK(stats.queued == 0);
+    CHECK(stats.running == 0);
+  }
+
+  TEST_CASE("shutdown is idempotent and may be called from several threads" * doctest::timeout(10)) {
+    Runtime rt{{.workers = 2, .capacity = 8}};
+    auto h = rt.submit({.kind = "k"}, [](JobContext&) {});
+    std::thread other{[&] { rt.shutdown(1s); }};
+    rt.shutdown(1s);
+    other.join();
+    rt.shutdown(0s);
+    CHECK(h.wait().state == State::completed);
+  }
+
+  TEST_CASE("a handle outlives its runtime and still reports the outcome" * doctest::timeout(10)) {
+    sandglass::JobHandle h;
+    {
+      Runtime rt{{.workers = 1, .capacity = 8}};
+      h = rt.submit({.kind = "k"}, [](JobContext& ctx) { ctx.set_result("kept"); });
+      h.wait();
+    }
+    CHECK(h.wait().result == "kept");
+    CHECK_FALSE(h.cancel());
+  }
+}

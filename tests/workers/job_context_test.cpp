@@ -1,0 +1,79 @@
+#include <sandglass/job_context.hpp>
+
+#include <doctest/doctest.h>
+
+using namespace std::chrono_literals;
+using sandglass::BudgetPolicy;
+using sandglass::CancelCause;
+using sandglass::CancelSource;
+using sandglass::Cancelled;
+using sandglass::Deadline;
+using sandglass::JobContext;
+
+TEST_SUITE("JobContext") {
+  TEST_CASE("checkpoint passes until the token is cancelled and then throws with the cause") {
+    const BudgetPolicy policy;
+    CancelSource source;
+    JobContext ctx{7, "kind", Deadline::never(), source.token(), policy};
+    CHECK(ctx.id() == 7);
+    CHECK(ctx.kind() == "kind");
+    CHECK_NOTHROW(ctx.checkpoint());
+    CHECK_FALSE(ctx.cancelled());
+    source.cancel(CancelCause::deadline);
+    CHECK(ctx.cancelled());
+    CHECK(ctx.cause() == CancelCause::deadline);
+    try {
+      ctx.checkpoint();
+      FAIL("checkpoint did not throw");
+    } catch (const Cancelled& c) {
+      CHECK(c.cause() == CancelCause::deadline);
+      CHECK(std::string{c.what()} == "cancelled: deadline exceeded");
+    }
+  }
+
+  TEST_CASE("after commit checkpoints pass and on_cancel callbacks stay quiet") {
+    const BudgetPolicy policy;
+    CancelSource source;
+    JobContext ctx{1, "k", Deadline::never(), source.token(), policy};
+    int before_commit_callback = 0;
+    ctx.on_cancel([&]() noexcept { ++before_commit_callback; });
+    ctx.commit();
+    CHECK(ctx.committed());
+    source.cancel(CancelCause::caller);
+    CHECK_NOTHROW(ctx.checkpoint());
+    CHECK(before_commit_callback == 0);
+    CHECK(ctx.cancelled());
+  }
+
+  TEST_CASE("commit after a cancellation throws and leaves the job uncommitted") {
+    const BudgetPolicy policy;
+    CancelSource source;
+    JobContext ctx{1, "k", Deadline::never(), source.token(), policy};
+    source.cancel(CancelCause::shutdown);
+    CHECK_THROWS_AS(ctx.commit(), Cancelled);
+    CHECK_FALSE(ctx.committed());
+  }
+
+  TEST_CASE("on_cancel runs at once when registered after the cancellation") {
+    const BudgetPolicy policy;
+    CancelSource source;
+    JobContext ctx{1, "k", Deadline::never(), source.token(), policy};
+    source.cancel(CancelCause::upstream);
+    int calls = 0;
+    ctx.on_cancel([&]() noexcept { ++calls; });
+    CHECK(calls == 1);
+  }
+
+  TEST_CASE("child_budget keeps the reserve back and fails below the minimum useful budget") {
+    const BudgetPolicy policy{.min_useful = 10ms, .reserve = 50ms};
+    CancelSource source;
+    JobContext roomy{1, "k", Deadline::after(10s), source.token(), policy};
+    const auto c = roomy.child_budget({.dependency_cap = 2s});
+    CHECK(c.ok());
+    CHECK(c.budget == 2s);
+    JobContext tight{2, "k", Deadline::after(55ms), source.token(), policy};
+    const auto t = tight.child_budget();
+    CHECK_FALSE(t.ok());
+    CHECK(t.reason == sandglass::Reason::deadline_exceeded_before_dispatch);
+  }
+}
