@@ -16,15 +16,17 @@ ServiceTimeEstimator::ServiceTimeEstimator(ServiceTimeEstimatorOptions options)
 
 void ServiceTimeEstimator::record(Duration run_time) {
   run_time = std::max(run_time, Duration::zero());
-  if (window_.size() < options_.window) {
+  const bool filling = window_.size() < options_.window;
+  if (filling) {
     window_.push_back(run_time);
   } else {
     window_[next_] = run_time;
   }
   next_ = (next_ + 1) % options_.window;
   ++count_;
-  // Until the window is full every sample matters; afterwards refresh every few records.
-  if (window_.size() < options_.window || ++since_refresh_ >= options_.refresh_every) refresh();
+  // Until the window is full every sample matters, the one that fills it included; afterwards
+  // refresh every few records.
+  if (filling || ++since_refresh_ >= options_.refresh_every) refresh();
 }
 
 void ServiceTimeEstimator::refresh() {

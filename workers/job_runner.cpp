@@ -1,15 +1,29 @@
 #include "workers/job_runner.hpp"
 
 #include <exception>
+#include <string>
 
 namespace sandglass::detail {
 namespace {
 
-// What a handler that threw while its job was cancelled (and not committed) ended as.
 void mark_cancelled(Outcome& o, CancelCause cause) {
   o.state = State::cancelled;
   o.reason = Reason::cancelled_while_running;
   o.cause = cause;
+}
+
+// The handler threw `message`. If the job was cancelled before its commit point, the exception
+// is most likely the cancellation reaching the real work (a closed socket, a killed child):
+// the job counts as cancelled. Otherwise it failed.
+void record_throw(Outcome& o, const JobContext& ctx, std::string message) {
+  o.error = std::move(message);
+  if (ctx.cancelled() && !ctx.committed()) {
+    mark_cancelled(o, ctx.cause());
+    return;
+  }
+  o.state = State::failed;
+  o.reason = Reason::handler_error;
+  o.cause = ctx.cause();
 }
 
 }  // namespace
@@ -33,23 +47,9 @@ Outcome run_job(Job& job, const BudgetPolicy& policy) noexcept {
     } catch (const Cancelled& c) {
       mark_cancelled(o, ctx.cancelled() ? ctx.cause() : c.cause());
     } catch (const std::exception& e) {
-      o.error = e.what();
-      if (ctx.cancelled() && !ctx.committed()) {
-        mark_cancelled(o, ctx.cause());
-      } else {
-        o.state = State::failed;
-        o.reason = Reason::handler_error;
-        o.cause = ctx.cause();
-      }
+      record_throw(o, ctx, e.what());
     } catch (...) {
-      o.error = "unknown exception";
-      if (ctx.cancelled() && !ctx.committed()) {
-        mark_cancelled(o, ctx.cause());
-      } else {
-        o.state = State::failed;
-        o.reason = Reason::handler_error;
-        o.cause = ctx.cause();
-      }
+      record_throw(o, ctx, "unknown exception");
     }
   }
   const TimePoint end = Clock::now();

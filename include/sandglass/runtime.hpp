@@ -129,7 +129,8 @@ class Runtime {
   // The Asio form: completes with `void(Outcome)` on the completion handler's associated
   // executor. Works with callbacks, `asio::use_future` and `asio::use_awaitable`. If the
   // completion handler has a connected cancellation slot, a cancellation emitted on it cancels
-  // the job with cause `caller`.
+  // the job with cause `caller`. With GCC 12 and coroutines, pass a named `JobSpec`, not a
+  // braced temporary: GCC 12 mis-copies such temporaries inside a `co_await` expression.
   template <typename CompletionToken>
   auto async_submit(JobSpec spec, Handler handler, CompletionToken&& token);
 

@@ -64,8 +64,11 @@ TEST_SUITE("Runtime::async_submit") {
     asio::co_spawn(
         io,
         [&]() -> asio::awaitable<void> {
-          ok = co_await rt.async_submit({.kind = "k"}, [](JobContext&) {}, asio::use_awaitable);
-          rejected = co_await rt.async_submit({.kind = "k", .budget = 0ms}, [](JobContext&) {},
+          // Named specs: GCC 12 mis-copies braced temporaries inside a co_await expression.
+          sandglass::JobSpec fine{.kind = "k"};
+          ok = co_await rt.async_submit(std::move(fine), [](JobContext&) {}, asio::use_awaitable);
+          sandglass::JobSpec too_small{.kind = "k", .budget = 0ms};
+          rejected = co_await rt.async_submit(std::move(too_small), [](JobContext&) {},
                                               asio::use_awaitable);
         },
         asio::detached);
@@ -80,6 +83,7 @@ TEST_SUITE("Runtime::async_submit") {
             doctest::timeout(10)) {
     Runtime rt{{.workers = 1, .capacity = 8}};
     asio::io_context io;
+    auto guard = asio::make_work_guard(io);  // the outcome is posted from another thread
     asio::cancellation_signal signal;
     std::latch running{1};
     std::optional<Outcome> got;
@@ -90,6 +94,7 @@ TEST_SUITE("Runtime::async_submit") {
                     },
                     asio::bind_cancellation_slot(signal.slot(), asio::bind_executor(io, [&](Outcome o) {
                                                    got = std::move(o);
+                                                   guard.reset();
                                                  })));
     running.wait();
     signal.emit(asio::cancellation_type::terminal);  // on this thread, which owns the io_context

@@ -1,0 +1,143 @@
+#include <sandglass/service_time_estimator.hpp>
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <vector>
+
+using namespace std::chrono_literals;
+using sandglass::Duration;
+using sandglass::ServiceTimeEstimator;
+using sandglass::ServiceTimeEstimatorOptions;
+
+namespace {
+
+// Records 1..n milliseconds in a scrambled order (a stride coprime with n), so no test
+// depends on samples arriving sorted.
+void record_one_to(ServiceTimeEstimator& est, int n) {
+  int stride = 7;
+  while (n % stride == 0) ++stride;
+  for (int i = 0; i < n; ++i) est.record(std::chrono::milliseconds{(i * stride) % n + 1});
+}
+
+}  // namespace
+
+TEST_SUITE("ServiceTimeEstimator") {
+  TEST_CASE("the estimate is zero before the first sample") {
+    const ServiceTimeEstimator est;
+    CHECK(est.estimate() == Duration::zero());
+    CHECK(est.samples() == 0);
+  }
+
+  TEST_CASE("the estimate is the nearest-rank p90 of the samples") {
+    ServiceTimeEstimator est;
+    SUBCASE("one sample") {
+      est.record(12ms);
+      CHECK(est.estimate() == 12ms);
+      CHECK(est.samples() == 1);
+    }
+    SUBCASE("1 to 10 ms") {
+      record_one_to(est, 10);
+      CHECK(est.estimate() == 9ms);
+      CHECK(est.samples() == 10);
+    }
+    SUBCASE("1 to 100 ms") {
+      record_one_to(est, 100);
+      CHECK(est.estimate() == 90ms);
+      CHECK(est.samples() == 100);
+    }
+    SUBCASE("1 to 11 ms rounds the rank up") {
+      record_one_to(est, 11);  // 0.9 * 11 = 9.9, so the 10th smallest
+      CHECK(est.estimate() == 10ms);
+    }
+  }
+
+  TEST_CASE("the quantile option picks the nearest-rank sample") {
+    double quantile = 0.9;
+    Duration expected{};
+    SUBCASE("median") {
+      quantile = 0.5;
+      expected = 5ms;
+    }
+    SUBCASE("third quartile") {
+      quantile = 0.75;
+      expected = 8ms;  // 0.75 * 10 = 7.5, so the 8th smallest
+    }
+    SUBCASE("maximum") {
+      quantile = 1.0;
+      expected = 10ms;
+    }
+    CAPTURE(quantile);
+    ServiceTimeEstimator est{{.quantile = quantile}};
+    record_one_to(est, 10);
+    CHECK(est.estimate() == expected);
+  }
+
+  TEST_CASE("the estimate covers only the most recent window of samples") {
+    ServiceTimeEstimator est{{.quantile = 1.0, .window = 10, .refresh_every = 1}};
+    for (int i = 0; i < 10; ++i) est.record(100ms);
+    REQUIRE(est.estimate() == 100ms);
+
+    // Nine fast samples leave one slow sample in the window; the tenth pushes it out.
+    for (int i = 0; i < 9; ++i) est.record(1ms);
+    CHECK(est.estimate() == 100ms);
+    est.record(1ms);
+    CHECK(est.estimate() == 1ms);
+    CHECK(est.samples() == 20);
+  }
+
+  TEST_CASE("the sample that fills the window counts at once") {
+    SUBCASE("a window of one") {
+      ServiceTimeEstimator est{{.quantile = 0.9, .window = 1, .refresh_every = 16}};
+      est.record(5ms);
+      CHECK(est.estimate() == 5ms);
+    }
+    SUBCASE("a window of four") {
+      ServiceTimeEstimator est{{.quantile = 1.0, .window = 4, .refresh_every = 16}};
+      est.record(1ms);
+      est.record(2ms);
+      est.record(3ms);
+      CHECK(est.estimate() == 3ms);
+      est.record(4ms);
+      CHECK(est.estimate() == 4ms);
+    }
+  }
+
+  TEST_CASE("once the window is full the estimate changes only every refresh_every records") {
+    ServiceTimeEstimator est{{.quantile = 1.0, .window = 4, .refresh_every = 3}};
+    // Until the window is full every record refreshes.
+    est.record(10ms);
+    CHECK(est.estimate() == 10ms);
+    est.record(20ms);
+    CHECK(est.estimate() == 20ms);
+    est.record(30ms);
+    CHECK(est.estimate() == 30ms);
+    est.record(40ms);
+    CHECK(est.estimate() == 40ms);
+
+    // Afterwards only every third record does.
+    const std::vector<std::pair<Duration, Duration>> recorded_then_expected{
+        {50ms, 40ms}, {60ms, 40ms}, {70ms, 70ms},
+        {80ms, 70ms}, {90ms, 70ms}, {100ms, 100ms},
+        {1ms, 100ms}, {1ms, 100ms}, {1ms, 100ms},  // window: 100, 1, 1, 1 — 100 still in
+        {1ms, 100ms}, {1ms, 100ms}, {1ms, 1ms},
+    };
+    for (std::size_t i = 0; i < recorded_then_expected.size(); ++i) {
+      CAPTURE(i);
+      est.record(recorded_then_expected[i].first);
+      CHECK(est.estimate() == recorded_then_expected[i].second);
+    }
+    CHECK(est.samples() == 16);
+  }
+
+  TEST_CASE("a negative sample counts as zero") {
+    ServiceTimeEstimator est{{.quantile = 0.5}};
+    est.record(-5ms);
+    CHECK(est.estimate() == Duration::zero());
+    CHECK(est.samples() == 1);
+    // The median of {0, 3 ms} is 0: the negative sample was kept, as zero.
+    est.record(3ms);
+    CHECK(est.estimate() == Duration::zero());
+    CHECK(est.samples() == 2);
+  }
+}
