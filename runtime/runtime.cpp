@@ -45,7 +45,10 @@ const RuntimeOptions& Runtime::options() const noexcept { return core_->options(
 
 JobId JobHandle::id() const noexcept { return job_ ? job_->id : 0; }
 
-bool JobHandle::cancel() const { return job_ && job_->core->cancel(*job_, CancelCause::caller); }
+bool JobHandle::cancel() const {
+  // A finished job no longer touches its runtime, which may be gone.
+  return job_ && !job_->done() && job_->core->cancel(*job_, CancelCause::caller);
+}
 
 Outcome JobHandle::wait() const {
   if (!job_) throw std::logic_error{"JobHandle::wait: the handle refers to no job"};

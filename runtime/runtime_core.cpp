@@ -1,5 +1,7 @@
 #include "runtime/runtime_core.hpp"
 
+#include <boost/pool/pool_alloc.hpp>
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -52,13 +54,15 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
   if (!handler) throw std::invalid_argument{"submit: handler is empty"};
   submitted_.fetch_add(1, std::memory_order_relaxed);
 
-  auto job = std::make_shared<Job>();
+  // Jobs are made on the submitting thread and freed on a worker: a pool spares malloc that
+  // cross-thread pattern.
+  auto job = std::allocate_shared<Job>(boost::fast_pool_allocator<Job>{});
   job->id = next_id_.fetch_add(1, std::memory_order_relaxed);
   job->kind = std::move(spec.kind);
   job->priority = spec.priority;
   job->handler = std::move(handler);
   job->on_outcome = std::move(on_outcome);
-  job->core = shared_from_this();
+  job->core = this;
 
   // The budget: the earlier of `budget` and `deadline`, defaulted and clamped by the policy.
   const TimePoint now = Clock::now();
@@ -80,19 +84,19 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
 
   Admission admission;
   std::shared_ptr<Job> shed;
+  bool wake_worker = false;
   {
     Lock lock{mu_};
     KindState& ks = kind_state(job->kind);
     job->kind_state = &ks;
     job->estimate = ks.estimator.estimate();
     job->group = ks.group;
-    // Admission reads the clock again under the lock: the wait for it counts against the job.
-    admission = queue_.admit(*job, Clock::now());
+    admission = queue_.admit(*job, now);
     if (admission.admitted()) {
       job->phase = Job::Phase::queued;
       job->queued_ref = job;
       peak_queued_ = std::max(peak_queued_, queue_.size());
-      if (idle_workers_ > 0) work_ready_.notify_one();
+      wake_worker = claim_idle_worker();
       wake_timer_for(job->deadline);
     } else {
       job->phase = Job::Phase::finished;
@@ -103,12 +107,16 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
       shed = std::move(victim.queued_ref);
     }
   }
+  // Signalled after unlocking, so the woken worker does not block on the lock we hold.
+  if (wake_worker) work_ready_.notify_one();
   if (shed) finish_unstarted(*shed, State::rejected, Reason::shed, CancelCause::none);
   if (!admission.admitted()) {
     finish_unstarted(*job, State::rejected, admission.reason, CancelCause::none);
   } else if (spec.parent.can_be_cancelled()) {
     // Runs at once if the parent is already cancelled. The callback holds only a weak
     // reference: the job owns the registration.
+    // The registration is reset when the job's outcome is published, so the callback never
+    // outlives the runtime.
     job->parent_link = spec.parent.on_cancel([weak = std::weak_ptr<Job>{job}]() noexcept {
       if (auto j = weak.lock()) j->core->cancel(*j, CancelCause::upstream);
     });
@@ -134,58 +142,64 @@ bool RuntimeCore::cancel(Job& job, CancelCause cause) {
   return false;
 }
 
-std::shared_ptr<Job> RuntimeCore::next_job() {
+std::shared_ptr<Job> RuntimeCore::next_job(std::shared_ptr<Job> finished,
+                                           Outcome&& outcome) noexcept {
   thread_local std::vector<DroppedItem> dropped;
   std::vector<DroppedJob> dropped_jobs;
   Lock lock{mu_};
+  if (finished) record_finished(*finished, outcome);
   for (;;) {
     const TimePoint now = Clock::now();
     QueueItem* item = queue_.pop(now, dropped, can_start_);
     take_dropped(dropped, dropped_jobs);
-    std::shared_ptr<Job> started;
-    if (item != nullptr) {
-      Job& job = job_of(item);
-      job.phase = Job::Phase::running;
-      job.started_at = now;
-      ++job.kind_state->running;
-      running_.insert(job);
-      wake_timer_for(job.deadline);
-      started = std::move(job.queued_ref);
-    } else if (dropped_jobs.empty()) {
-      if (stop_workers_) return nullptr;
-      ++idle_workers_;
-      work_ready_.wait(lock);
-      --idle_workers_;
+    std::shared_ptr<Job> started = item != nullptr ? start(job_of(item), now) : nullptr;
+    if (started || finished || !dropped_jobs.empty()) {
+      // Outcomes are published outside the lock, and before this worker may sleep.
+      if (!dropped_jobs.empty()) notify_if_drained();
+      lock.unlock();
+      if (finished) {
+        publish(*finished, std::move(outcome));
+        finished.reset();
+      }
+      finish_dropped(dropped_jobs);
+      if (started) return started;
+      lock.lock();
       continue;
     }
-    if (!dropped_jobs.empty()) {
-      notify_if_drained();
-      lock.unlock();
-      finish_dropped(dropped_jobs);
-      lock.lock();
-    }
-    if (started) return started;
+    if (stop_workers_) return nullptr;
+    ++idle_workers_;
+    work_ready_.wait(lock);
+    --idle_workers_;
+    // Whoever signalled us already counted the wake-up; a spurious wake-up must not leave a
+    // claim behind that would stop the next submit from signalling.
+    if (wakeups_pending_ > 0) --wakeups_pending_;
   }
 }
 
-void RuntimeCore::job_finished(const std::shared_ptr<Job>& job, Outcome outcome) noexcept {
-  {
-    Lock lock{mu_};
-    running_.erase(running_.iterator_to(*job));
-    job->phase = Job::Phase::finished;
-    KindState& ks = *job->kind_state;
-    --ks.running;
-    if (ks.group != 0 && queue_.unpark(ks.group)) work_ready_.notify_one();
-    // Completed and failed runs are whole samples; a run stopped by its deadline is a lower
-    // bound worth keeping (dropping it would teach the estimator that the kind is fast).
-    // Runs cut short by the caller, upstream or shutdown say nothing about the kind.
-    if (outcome.state == State::completed || outcome.state == State::failed ||
-        outcome.cause == CancelCause::deadline) {
-      ks.estimator.record(outcome.timings.run_time);
-    }
-    notify_if_drained();
+std::shared_ptr<Job> RuntimeCore::start(Job& job, TimePoint now) {
+  job.phase = Job::Phase::running;
+  job.started_at = now;
+  ++job.kind_state->running;
+  running_.insert(job);
+  wake_timer_for(job.deadline);
+  return std::move(job.queued_ref);
+}
+
+void RuntimeCore::record_finished(Job& job, const Outcome& outcome) {
+  running_.erase(running_.iterator_to(job));
+  job.phase = Job::Phase::finished;
+  KindState& ks = *job.kind_state;
+  --ks.running;
+  // This worker comes back for the unparked job itself, unless another one is idle.
+  if (ks.group != 0 && queue_.unpark(ks.group) && claim_idle_worker()) work_ready_.notify_one();
+  // Completed and failed runs are whole samples; a run stopped by its deadline is a lower
+  // bound worth keeping (dropping it would teach the estimator that the kind is fast).
+  // Runs cut short by the caller, upstream or shutdown say nothing about the kind.
+  if (outcome.state == State::completed || outcome.state == State::failed ||
+      outcome.cause == CancelCause::deadline) {
+    ks.estimator.record(outcome.timings.run_time);
   }
-  publish(*job, std::move(outcome));
+  notify_if_drained();
 }
 
 void RuntimeCore::timer_loop() {
@@ -296,6 +310,12 @@ void RuntimeCore::finish_dropped(std::vector<DroppedJob>& dropped) {
   dropped.clear();
 }
 
+bool RuntimeCore::claim_idle_worker() {
+  if (idle_workers_ <= wakeups_pending_) return false;
+  ++wakeups_pending_;
+  return true;
+}
+
 void RuntimeCore::wake_timer_for(Deadline deadline) {
   if (deadline.time_point() < timer_sleeps_until_) {
     timer_sleeps_until_ = deadline.time_point();
@@ -321,7 +341,7 @@ void RuntimeCore::finish_unstarted(Job& job, State state, Reason reason, CancelC
   publish(job, std::move(o));
 }
 
-void RuntimeCore::publish(Job& job, Outcome outcome) {
+void RuntimeCore::publish(Job& job, Outcome&& outcome) {
   outcomes_[static_cast<std::size_t>(outcome.reason)].fetch_add(1, std::memory_order_relaxed);
   job.publish(std::move(outcome));
 }

@@ -39,7 +39,7 @@ struct KindState {
   std::size_t running = 0;
 };
 
-class RuntimeCore final : public JobSource, public std::enable_shared_from_this<RuntimeCore> {
+class RuntimeCore final : public JobSource {
  public:
   explicit RuntimeCore(RuntimeOptions options);
   ~RuntimeCore() override;
@@ -55,8 +55,7 @@ class RuntimeCore final : public JobSource, public std::enable_shared_from_this<
   RuntimeStats stats() const;
   const RuntimeOptions& options() const noexcept { return options_; }
 
-  std::shared_ptr<Job> next_job() override;
-  void job_finished(const std::shared_ptr<Job>& job, Outcome outcome) noexcept override;
+  std::shared_ptr<Job> next_job(std::shared_ptr<Job> finished, Outcome&& outcome) noexcept override;
 
  private:
   struct ByDeadline {
@@ -81,16 +80,23 @@ class RuntimeCore final : public JobSource, public std::enable_shared_from_this<
   };
 
   void timer_loop();
+  // Marks a popped job running and returns the queue's reference to it; requires mu_.
+  std::shared_ptr<Job> start(Job& job, TimePoint now);
+  // The bookkeeping when a handler returned: running set, bulkhead, estimate; requires mu_.
+  void record_finished(Job& job, const Outcome& outcome);
   KindState& kind_state(const std::string& kind);  // requires mu_
   // Marks items the queue dropped as finished and takes their references; requires mu_.
   void take_dropped(std::vector<DroppedItem>& dropped, std::vector<DroppedJob>& out);
   // Publishes `expired` outcomes for them and clears the vector. Must not hold mu_.
   void finish_dropped(std::vector<DroppedJob>& dropped);
+  // True if an idle worker exists that nobody has signalled yet; counts it as signalled.
+  // Requires mu_; the caller signals work_ready_ after unlocking.
+  bool claim_idle_worker();
   void wake_timer_for(Deadline deadline);  // requires mu_
   void notify_if_drained();                // requires mu_
   // Publishes an outcome for a job that never ran. Must not hold mu_.
   void finish_unstarted(Job& job, State state, Reason reason, CancelCause cause);
-  void publish(Job& job, Outcome outcome);
+  void publish(Job& job, Outcome&& outcome);
 
   const RuntimeOptions options_;
 
@@ -103,16 +109,19 @@ class RuntimeCore final : public JobSource, public std::enable_shared_from_this<
   std::unordered_map<std::string, KindState, StringHash, std::equal_to<>> kinds_;  // guarded
   std::vector<KindState*> groups_;                    // by group - 1; guarded by mu_
   std::function<bool(std::uint32_t)> can_start_;      // reads groups_; called under mu_
-  std::size_t idle_workers_ = 0;                      // guarded by mu_
+  std::size_t idle_workers_ = 0;                      // waiting on work_ready_; guarded
+  std::size_t wakeups_pending_ = 0;                   // signalled, not yet awake; guarded
   std::size_t peak_queued_ = 0;                       // guarded by mu_
   TimePoint timer_sleeps_until_ = TimePoint::max();   // guarded by mu_
   bool closing_ = false;                              // guarded by mu_
   bool stop_workers_ = false;                         // guarded by mu_
   bool stop_timer_ = false;                           // guarded by mu_
 
-  std::atomic<JobId> next_id_{1};
+  // Written by submitters and by whoever publishes outcomes: apart, so they do not share a
+  // cache line.
+  alignas(64) std::atomic<JobId> next_id_{1};
   std::atomic<std::uint64_t> submitted_{0};
-  std::array<std::atomic<std::uint64_t>, kReasonCount> outcomes_{};
+  alignas(64) std::array<std::atomic<std::uint64_t>, kReasonCount> outcomes_{};
 
   std::mutex shutdown_mu_;  // serialises shutdown_until
   bool shut_down_ = false;  // guarded by shutdown_mu_

@@ -35,7 +35,8 @@ struct Job : QueueItem, std::enable_shared_from_this<Job> {
   Duration budget{};
   TimePoint enqueued_at{};
   TimePoint started_at{};
-  std::shared_ptr<RuntimeCore> core;
+  RuntimeCore* core = nullptr;  // outlives every unfinished job (the runtime's destructor
+                                // waits for all outcomes); touched only while unfinished
 
   // Guarded by the runtime.
   Phase phase = Phase::pending;
@@ -46,21 +47,26 @@ struct Job : QueueItem, std::enable_shared_from_this<Job> {
 
   CancelToken token() { return CancelAccess::token({shared_from_this(), &cancel}); }
 
-  // Stores the outcome, wakes waiters, then runs `on_outcome`. Call exactly once.
-  void publish(Outcome outcome);
+  // Stores the outcome, wakes waiters, then runs `on_outcome`. Call exactly once, holding no
+  // lock of the runtime.
+  void publish(Outcome&& outcome);
   bool done() const noexcept { return done_.load(std::memory_order_acquire); }
   // Blocks until published.
   Outcome wait();
   std::optional<Outcome> wait_until(Deadline until);
   std::optional<Outcome> outcome() const;
 
-  CancelRegistration parent_link;  // last but one: deregistered before the rest goes
+  CancelRegistration parent_link;  // reset when the outcome is published
 
  private:
+  // Publication without a lock when nobody waits: the outcome is written before done_ is set
+  // and never changes after. Waiters announce themselves in waiters_ and sleep on mu_/published_;
+  // publish() locks and notifies only if it sees a waiter.
   mutable std::mutex mu_;
   std::condition_variable published_;
-  std::optional<Outcome> outcome_;  // guarded by mu_
-  std::atomic<bool> done_{false};   // store pairs with the acquire in done()
+  Outcome outcome_;
+  std::atomic<bool> done_{false};
+  std::atomic<std::uint32_t> waiters_{0};
 };
 
 }  // namespace sandglass::detail

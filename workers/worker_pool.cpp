@@ -8,8 +8,10 @@ WorkerPool::WorkerPool(std::size_t workers, JobSource& source, const BudgetPolic
   threads_.reserve(workers);
   for (std::size_t i = 0; i < workers; ++i) {
     threads_.emplace_back([&source, &policy] {
-      while (std::shared_ptr<Job> job = source.next_job()) {
-        source.job_finished(job, run_job(*job, policy));
+      std::shared_ptr<Job> job = source.next_job(nullptr, Outcome{});
+      while (job) {
+        Outcome outcome = run_job(*job, policy);
+        job = source.next_job(std::move(job), std::move(outcome));
       }
     });
   }

@@ -20,11 +20,10 @@ namespace sandglass::detail {
 class JobSource {
  public:
   virtual ~JobSource() = default;
-  // Blocks until a job may start (and marks it running), or returns nullptr when the pool
-  // should stop. Called by every worker thread.
-  virtual std::shared_ptr<Job> next_job() = 0;
-  // Called once for every job `next_job` returned, after its handler returned.
-  virtual void job_finished(const std::shared_ptr<Job>& job, Outcome outcome) noexcept = 0;
+  // Records the outcome of `finished` (the job this worker ran last; null on a worker's first
+  // call) and publishes it, then blocks until a job may start and returns it marked running,
+  // or returns nullptr when the pool should stop. Called by every worker thread.
+  virtual std::shared_ptr<Job> next_job(std::shared_ptr<Job> finished, Outcome&& outcome) noexcept = 0;
 };
 
 class WorkerPool {

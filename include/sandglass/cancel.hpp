@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stop_token>
 #include <string_view>
@@ -70,7 +71,10 @@ class CancelState {
   // Stores `cause` if none is stored yet, then runs the callbacks. True for the first call.
   bool cancel(CancelCause cause) noexcept;
 
-  std::stop_token stop_token() const noexcept { return stop_.get_token(); }
+  // A token to register a callback with, or nullopt when the state is already cancelled (the
+  // caller then runs its callback itself). The stop_source is created on first use, so a state
+  // that nobody registers with costs no allocation.
+  std::optional<std::stop_token> stop_token_for_callback();
 
   // Makes a cancellation of `parent` cancel this state with cause `upstream`.
   void link_to(const std::shared_ptr<CancelState>& parent);
@@ -82,7 +86,8 @@ class CancelState {
   };
 
   std::atomic<CancelCause> cause_{CancelCause::none};
-  std::stop_source stop_;
+  std::mutex mu_;                              // guards the creation of stop_
+  std::stop_source stop_{std::nostopstate};    // created once, then only used
   std::shared_ptr<CancelState> parent_;  // kept alive while linked
   std::optional<std::stop_callback<Forward>> parent_link_;  // last: deregisters first
 };
@@ -127,8 +132,13 @@ class CancelToken {
   template <CancelCallback F>
   [[nodiscard]] CancelRegistration on_cancel(F&& callback) const {
     if (!state_) return {};
+    std::optional<std::stop_token> token = state_->stop_token_for_callback();
+    if (!token) {
+      std::invoke(callback);
+      return {};
+    }
     return CancelRegistration{std::make_unique<CancelRegistration::Callback>(
-        state_->stop_token(), std::function<void()>{std::forward<F>(callback)})};
+        std::move(*token), std::function<void()>{std::forward<F>(callback)})};
   }
 
  private:
