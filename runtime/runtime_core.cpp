@@ -96,7 +96,9 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
       job->phase = Job::Phase::queued;
       job->queued_ref = job;
       peak_queued_ = std::max(peak_queued_, queue_.size());
-      wake_worker = claim_idle_worker();
+      admitted_.fetch_add(1, std::memory_order_relaxed);
+      // A spinning worker takes this job (and wakes another if more are waiting).
+      wake_worker = !spinning_ && claim_idle_worker();
       wake_timer_for(job->deadline);
     } else {
       job->phase = Job::Phase::finished;
@@ -146,6 +148,7 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::shared_ptr<Job> finished,
                                            Outcome&& outcome) noexcept {
   thread_local std::vector<DroppedItem> dropped;
   std::vector<DroppedJob> dropped_jobs;
+  bool spun = false;
   Lock lock{mu_};
   if (finished) record_finished(*finished, outcome);
   for (;;) {
@@ -153,10 +156,13 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::shared_ptr<Job> finished,
     QueueItem* item = queue_.pop(now, dropped, can_start_);
     take_dropped(dropped, dropped_jobs);
     std::shared_ptr<Job> started = item != nullptr ? start(job_of(item), now) : nullptr;
+    // More work than this worker: pass the wake-up on (submitters skip it while one spins).
+    const bool wake_another = started && !queue_.empty() && claim_idle_worker();
     if (started || finished || !dropped_jobs.empty()) {
       // Outcomes are published outside the lock, and before this worker may sleep.
       if (!dropped_jobs.empty()) notify_if_drained();
       lock.unlock();
+      if (wake_another) work_ready_.notify_one();
       if (finished) {
         publish(*finished, std::move(outcome));
         finished.reset();
@@ -167,6 +173,19 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::shared_ptr<Job> finished,
       continue;
     }
     if (stop_workers_) return nullptr;
+    if (!spun && !spinning_) {
+      // One idle worker at a time spins briefly before it sleeps: at high rates the next job
+      // arrives within microseconds, and a futex sleep plus wake-up costs more than that.
+      spun = true;
+      spinning_ = true;
+      const std::uint64_t seen = admitted_.load(std::memory_order_relaxed);
+      lock.unlock();
+      spin_until_admitted_changes(seen);
+      lock.lock();
+      spinning_ = false;
+      continue;
+    }
+    spun = false;
     ++idle_workers_;
     work_ready_.wait(lock);
     --idle_workers_;
@@ -308,6 +327,17 @@ void RuntimeCore::finish_dropped(std::vector<DroppedJob>& dropped) {
     finish_unstarted(*job, State::expired, reason, CancelCause::none);
   }
   dropped.clear();
+}
+
+void RuntimeCore::spin_until_admitted_changes(std::uint64_t seen) const {
+  constexpr auto kSpinFor = std::chrono::microseconds{20};
+  const TimePoint until = Clock::now() + kSpinFor;
+  for (unsigned i = 1; admitted_.load(std::memory_order_relaxed) == seen; ++i) {
+    if (i % 64 == 0 && Clock::now() >= until) return;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
 }
 
 bool RuntimeCore::claim_idle_worker() {

@@ -92,6 +92,8 @@ class RuntimeCore final : public JobSource {
   // True if an idle worker exists that nobody has signalled yet; counts it as signalled.
   // Requires mu_; the caller signals work_ready_ after unlocking.
   bool claim_idle_worker();
+  // Returns once admitted_ differs from `seen`, or after a few microseconds. Without mu_.
+  void spin_until_admitted_changes(std::uint64_t seen) const;
   void wake_timer_for(Deadline deadline);  // requires mu_
   void notify_if_drained();                // requires mu_
   // Publishes an outcome for a job that never ran. Must not hold mu_.
@@ -111,6 +113,9 @@ class RuntimeCore final : public JobSource {
   std::function<bool(std::uint32_t)> can_start_;      // reads groups_; called under mu_
   std::size_t idle_workers_ = 0;                      // waiting on work_ready_; guarded
   std::size_t wakeups_pending_ = 0;                   // signalled, not yet awake; guarded
+  bool spinning_ = false;                             // an idle worker spins; guarded by mu_
+  // Admissions so far; written under mu_, read by the spinning worker without it (a hint).
+  std::atomic<std::uint64_t> admitted_{0};
   std::size_t peak_queued_ = 0;                       // guarded by mu_
   TimePoint timer_sleeps_until_ = TimePoint::max();   // guarded by mu_
   bool closing_ = false;                              // guarded by mu_
