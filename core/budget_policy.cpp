@@ -23,8 +23,8 @@ BudgetGrant BudgetPolicy::grant(std::optional<Duration> requested) const noexcep
 ChildBudget BudgetPolicy::child_budget(Deadline deadline, TimePoint now,
                                        ChildBudgetCaps caps) const noexcept {
   ChildBudget c;
-  // remaining is never negative and reserve is validated non-negative, so this cannot overflow.
-  c.budget = std::max(deadline.remaining(now) - reserve, Duration::zero());
+  // Both operands are non-negative (a negative reserve counts as none), so this cannot overflow.
+  c.budget = std::max(deadline.remaining(now) - std::max(reserve, Duration::zero()), Duration::zero());
   if (caps.dependency_cap) c.budget = std::min(c.budget, std::max(*caps.dependency_cap, Duration::zero()));
   if (caps.latency_cap) c.budget = std::min(c.budget, std::max(*caps.latency_cap, Duration::zero()));
   if (c.budget < min_useful) c.reason = Reason::deadline_exceeded_before_dispatch;

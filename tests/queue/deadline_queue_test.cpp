@@ -72,7 +72,7 @@ bool refuse_group_1(std::uint32_t group) { return group != 1; }
 }  // namespace
 
 TEST_SUITE("DeadlineQueue") {
-  TEST_CASE("pop serves critical, high, normal, then sheddable regardless of deadlines") {
+  TEST_CASE("pop serves critical then high then normal then sheddable regardless of deadlines") {
     Jobs jobs;
     DeadlineQueue q{{.capacity = 8}};
     REQUIRE(q.admit(jobs.add(4, Priority::sheddable, TimePoint{11s}), kNow).admitted());
@@ -570,7 +570,7 @@ TEST_SUITE("DeadlineQueue") {
     CHECK(q.work_ahead(Priority::high) == 5ms);
   }
 
-  TEST_CASE("take_all unlinks every item, highest class first, parked ones last") {
+  TEST_CASE("take_all unlinks every item with the highest class first and parked ones last") {
     Jobs jobs;
     DeadlineQueue q{{.capacity = 8, .workers = 1, .min_useful = 1ms}};
     REQUIRE(q.admit(jobs.add(5, Priority::high, TimePoint{40s}, 7ms, 1), kNow).admitted());

@@ -55,7 +55,7 @@ TEST_SUITE("Runtime::async_submit") {
     CHECK(o.result == "future");
   }
 
-  TEST_CASE("use_awaitable yields the outcome in a coroutine, rejections included" *
+  TEST_CASE("use_awaitable yields the outcome in a coroutine and rejections too" *
             doctest::timeout(10)) {
     Runtime rt{{.workers = 1, .capacity = 8}};
     asio::io_context io;
