@@ -10,14 +10,18 @@ DeadlineQueue::DeadlineQueue(DeadlineQueueOptions options) : options_{options} {
 }
 
 DeadlineQueue::~DeadlineQueue() {
-  // Unlink without touching the items' owners: safe-mode hooks assert when destroyed linked.
-  for (Class& c : classes_) c.items.clear();
-  for (Set& s : parked_) s.clear();
+  // Unlinks what is left (safe-mode hooks assert when destroyed linked) and marks it unqueued.
+  auto forget = [](QueueItem* item) { item->place_ = QueueItem::Place::none; };
+  for (Class& c : classes_) {
+    c.items.clear_and_dispose(forget);
+    for (Set& parked : c.parked_by_group) parked.clear_and_dispose(forget);
+  }
 }
 
 Admission DeadlineQueue::admit(QueueItem& item, TimePoint now) {
   assert(item.place_ == QueueItem::Place::none);
   if (closed_) return {Reason::shutting_down};
+  item.estimate = std::max(item.estimate, Duration::zero());
   const Duration left = item.deadline.remaining(now);
   if (left < options_.min_useful || left == Duration::zero()) return {Reason::budget_too_small};
   if (item.estimate > Duration::zero()) {
@@ -37,13 +41,18 @@ Admission DeadlineQueue::admit(QueueItem& item, TimePoint now) {
 }
 
 QueueItem* DeadlineQueue::shed_for(Priority newcomer) noexcept {
-  // The lowest class below the newcomer's that has an unparked item gives up its latest one.
+  // The lowest non-empty class below the newcomer's gives up its latest item, parked or not.
   for (std::size_t p = kPriorityCount; p-- > static_cast<std::size_t>(newcomer) + 1;) {
-    Set& items = classes_[p].items;
-    if (!items.empty()) {
-      QueueItem& victim = *std::prev(items.end());
-      unlink(victim);
-      return &victim;
+    Class& c = classes_[p];
+    QueueItem* victim = c.items.empty() ? nullptr : &*std::prev(c.items.end());
+    for (Set& parked : c.parked_by_group) {
+      if (parked.empty()) continue;
+      QueueItem& latest = *std::prev(parked.end());
+      if (victim == nullptr || victim->deadline < latest.deadline) victim = &latest;
+    }
+    if (victim != nullptr) {
+      unlink(*victim);
+      return victim;
     }
   }
   return nullptr;
@@ -66,7 +75,7 @@ QueueItem* DeadlineQueue::pop(TimePoint now, std::vector<DroppedItem>& dropped,
       }
       if (item.group != 0 && can_start && !can_start(item.group)) {
         c.items.erase(c.items.iterator_to(item));
-        parked_set(item.group).insert(item);
+        parked_set(c, item.group).insert(item);
         item.place_ = QueueItem::Place::parked;
         ++c.parked;
         continue;
@@ -86,20 +95,25 @@ void DeadlineQueue::expire(TimePoint now, std::vector<DroppedItem>& dropped) {
       dropped.push_back({&item, Reason::expired_in_queue});
     }
   };
-  for (Class& c : classes_) drain_expired(c.items);
-  for (Set& s : parked_) drain_expired(s);
+  for (Class& c : classes_) {
+    drain_expired(c.items);
+    for (Set& parked : c.parked_by_group) drain_expired(parked);
+  }
 }
 
 bool DeadlineQueue::unpark(std::uint32_t group) {
-  if (group == 0 || group > parked_.size() || parked_[group - 1].empty()) return false;
-  Set& parked = parked_[group - 1];
-  QueueItem& item = *parked.begin();
-  parked.erase(parked.iterator_to(item));
-  Class& c = class_of(item);
-  --c.parked;
-  c.items.insert(item);
-  item.place_ = QueueItem::Place::queued;
-  return true;
+  if (group == 0) return false;
+  for (Class& c : classes_) {
+    if (group > c.parked_by_group.size() || c.parked_by_group[group - 1].empty()) continue;
+    Set& parked = c.parked_by_group[group - 1];
+    QueueItem& item = *parked.begin();
+    parked.erase(parked.iterator_to(item));
+    --c.parked;
+    c.items.insert(item);
+    item.place_ = QueueItem::Place::queued;
+    return true;
+  }
+  return false;
 }
 
 bool DeadlineQueue::remove(QueueItem& item) noexcept {
@@ -111,17 +125,16 @@ bool DeadlineQueue::remove(QueueItem& item) noexcept {
 std::vector<QueueItem*> DeadlineQueue::take_all() {
   std::vector<QueueItem*> all;
   all.reserve(size_);
+  auto take = [&](Set& items) {
+    while (!items.empty()) {
+      QueueItem& item = *items.begin();
+      unlink(item);
+      all.push_back(&item);
+    }
+  };
+  for (Class& c : classes_) take(c.items);
   for (Class& c : classes_) {
-    while (!c.items.empty()) {
-      all.push_back(&*c.items.begin());
-      unlink(*c.items.begin());
-    }
-  }
-  for (Set& s : parked_) {
-    while (!s.empty()) {
-      all.push_back(&*s.begin());
-      unlink(*s.begin());
-    }
+    for (Set& parked : c.parked_by_group) take(parked);
   }
   return all;
 }
@@ -130,9 +143,9 @@ Deadline DeadlineQueue::earliest_deadline() const noexcept {
   Deadline earliest = Deadline::never();
   for (const Class& c : classes_) {
     if (!c.items.empty()) earliest = earlier(earliest, c.items.begin()->deadline);
-  }
-  for (const Set& s : parked_) {
-    if (!s.empty()) earliest = earlier(earliest, s.begin()->deadline);
+    for (const Set& parked : c.parked_by_group) {
+      if (!parked.empty()) earliest = earlier(earliest, parked.begin()->deadline);
+    }
   }
   return earliest;
 }
@@ -151,9 +164,9 @@ Duration DeadlineQueue::work_ahead(Priority priority) const noexcept {
   return sum;
 }
 
-DeadlineQueue::Set& DeadlineQueue::parked_set(std::uint32_t group) {
-  if (group > parked_.size()) parked_.resize(group);
-  return parked_[group - 1];
+DeadlineQueue::Set& DeadlineQueue::parked_set(Class& c, std::uint32_t group) {
+  if (group > c.parked_by_group.size()) c.parked_by_group.resize(group);
+  return c.parked_by_group[group - 1];
 }
 
 void DeadlineQueue::link(QueueItem& item) {
@@ -169,7 +182,7 @@ void DeadlineQueue::link(QueueItem& item) {
 void DeadlineQueue::unlink(QueueItem& item) noexcept {
   Class& c = class_of(item);
   if (item.place_ == QueueItem::Place::parked) {
-    Set& parked = parked_[item.group - 1];
+    Set& parked = c.parked_by_group[item.group - 1];
     parked.erase(parked.iterator_to(item));
     --c.parked;
   } else {

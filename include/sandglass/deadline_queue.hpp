@@ -20,7 +20,9 @@
 //
 // Bulkheads: an item may belong to a group (non-zero `group`) whose concurrency the caller
 // limits. `pop` asks `can_start(group)`; an item that may not start yet is parked, still
-// counted and still expiring, until `unpark(group)` returns it to its class.
+// counted, still expiring and still sheddable, until `unpark(group)` returns the group's most
+// urgent parked item (highest class, earliest deadline) to its class. An unparked item goes
+// behind items of its class with the same deadline.
 //
 // Thread safety: none. Distinct objects: safe. Shared objects: unsafe; the runtime guards its
 // queue with its own mutex.
@@ -94,7 +96,7 @@ class DeadlineQueue {
   // Unlinks every item whose deadline passed at `now`, parked ones included, into `dropped`.
   void expire(TimePoint now, std::vector<DroppedItem>& dropped);
 
-  // Returns the earliest parked item of `group` to its class. True if there was one.
+  // Returns the most urgent parked item of `group` to its class. True if there was one.
   bool unpark(std::uint32_t group);
 
   // Unlinks `item` if it is queued or parked. True if it was.
@@ -130,6 +132,7 @@ class DeadlineQueue {
       boost::intrusive::compare<ByDeadline>>;
   struct Class {
     Set items;
+    std::vector<Set> parked_by_group;  // indexed by group - 1
     Duration work{};  // sum of estimates of this class's items, parked ones included
     std::size_t parked = 0;
   };
@@ -137,14 +140,13 @@ class DeadlineQueue {
   Class& class_of(const QueueItem& item) noexcept {
     return classes_[static_cast<std::size_t>(item.priority)];
   }
-  Set& parked_set(std::uint32_t group);
+  static Set& parked_set(Class& c, std::uint32_t group);
   void link(QueueItem& item);
   void unlink(QueueItem& item) noexcept;
   QueueItem* shed_for(Priority newcomer) noexcept;
 
   DeadlineQueueOptions options_;
   std::array<Class, kPriorityCount> classes_;
-  std::vector<Set> parked_;  // indexed by group - 1
   std::size_t size_ = 0;
   bool closed_ = false;
 };

@@ -473,7 +473,7 @@ TEST_SUITE("DeadlineQueue") {
 
     std::vector<DroppedItem> dropped;
     q.expire(TimePoint{12s}, dropped);
-    CHECK(ids_of(dropped) == std::vector<int>{1, 3, 5});
+    CHECK(ids_of(dropped) == std::vector<int>{1, 5, 3});  // class by class, parked ones with their class
     for (const DroppedItem& d : dropped) CHECK(d.reason == Reason::expired_in_queue);
     CHECK(q.size() == 3);
     CHECK(q.size(Priority::critical) == 1);
@@ -798,5 +798,33 @@ TEST_SUITE("DeadlineQueue") {
     CHECK(q.work_ahead(Priority::critical) == huge);
     CHECK(q.work_ahead(Priority::high) == Duration::max());
     CHECK(q.work_ahead(Priority::sheddable) == Duration::max());
+  }
+
+  TEST_CASE("a full queue sheds a parked item of a lower class too") {
+    Jobs jobs;
+    DeadlineQueue q{{.capacity = 2, .workers = 1, .min_useful = 1ms}};
+    REQUIRE(q.admit(jobs.add(1, Priority::sheddable, TimePoint{20s}, 0ms, 1), kNow).admitted());
+    REQUIRE(q.admit(jobs.add(2, Priority::sheddable, TimePoint{30s}, 0ms, 1), kNow).admitted());
+    std::vector<DroppedItem> dropped;
+    REQUIRE(q.pop(kNow, dropped, refuse_group_1) == nullptr);  // both parked now
+    Job& critical = jobs.add(3, Priority::critical, TimePoint{15s});
+    const Admission a = q.admit(critical, kNow);
+    CHECK(a.admitted());
+    CHECK(id_of(a.shed) == 2);  // the latest parked sheddable one
+    CHECK(q.size() == 2);
+    CHECK(q.size(Priority::sheddable) == 1);
+  }
+
+  TEST_CASE("unpark returns the most urgent parked item: highest class first") {
+    Jobs jobs;
+    DeadlineQueue q{{.capacity = 8, .workers = 1, .min_useful = 1ms}};
+    REQUIRE(q.admit(jobs.add(1, Priority::sheddable, TimePoint{11s}, 0ms, 1), kNow).admitted());
+    REQUIRE(q.admit(jobs.add(2, Priority::critical, TimePoint{30s}, 0ms, 1), kNow).admitted());
+    std::vector<DroppedItem> dropped;
+    REQUIRE(q.pop(kNow, dropped, refuse_group_1) == nullptr);
+    REQUIRE(q.unpark(1));
+    CHECK(id_of(q.pop(kNow, dropped)) == 2);
+    REQUIRE(q.unpark(1));
+    CHECK(id_of(q.pop(kNow, dropped)) == 1);
   }
 }
