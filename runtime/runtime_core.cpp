@@ -86,7 +86,7 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
   std::shared_ptr<Job> shed;
   bool wake_worker = false;
   {
-    Lock lock{mu_};
+    Lock lock = lock_hot_path();
     KindState& ks = kind_state(job->kind);
     job->kind_state = &ks;
     job->estimate = ks.estimator.estimate();
@@ -139,7 +139,7 @@ bool RuntimeCore::cancel(Job& job, CancelCause cause) {
   }
   if (job.phase == Job::Phase::running) {
     lock.unlock();
-    return job.cancel.cancel(cause);
+    return job.cancel(cause);
   }
   return false;
 }
@@ -149,7 +149,7 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::shared_ptr<Job> finished,
   thread_local std::vector<DroppedItem> dropped;
   std::vector<DroppedJob> dropped_jobs;
   bool spun = false;
-  Lock lock{mu_};
+  Lock lock = lock_hot_path();
   if (finished) record_finished(*finished, outcome);
   for (;;) {
     const TimePoint now = Clock::now();
@@ -169,7 +169,7 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::shared_ptr<Job> finished,
       }
       finish_dropped(dropped_jobs);
       if (started) return started;
-      lock.lock();
+      lock = lock_hot_path();
       continue;
     }
     if (stop_workers_) return nullptr;
@@ -181,7 +181,7 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::shared_ptr<Job> finished,
       const std::uint64_t seen = admitted_.load(std::memory_order_relaxed);
       lock.unlock();
       spin_until_admitted_changes(seen);
-      lock.lock();
+      lock = lock_hot_path();
       spinning_ = false;
       continue;
     }
@@ -198,6 +198,7 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::shared_ptr<Job> finished,
 std::shared_ptr<Job> RuntimeCore::start(Job& job, TimePoint now) {
   job.phase = Job::Phase::running;
   job.started_at = now;
+  job.make_cancel_state();
   ++job.kind_state->running;
   running_.insert(job);
   wake_timer_for(job.deadline);
@@ -245,7 +246,7 @@ void RuntimeCore::timer_loop() {
       notify_if_drained();
       lock.unlock();
       finish_dropped(expired);
-      for (auto& job : overdue) job->cancel.cancel(CancelCause::deadline);
+      for (auto& job : overdue) job->cancel(CancelCause::deadline);
       overdue.clear();
       lock.lock();
       continue;
@@ -285,7 +286,7 @@ void RuntimeCore::shutdown_until(Deadline drain_deadline) {
   for (auto& job : left_in_queue) {
     finish_unstarted(*job, State::cancelled, Reason::cancelled_in_queue, CancelCause::shutdown);
   }
-  for (auto& job : still_running) job->cancel.cancel(CancelCause::shutdown);
+  for (auto& job : still_running) job->cancel(CancelCause::shutdown);
   {
     // Handlers see the cancellation at their next checkpoint; wait for them to return.
     Lock lock{mu_};
@@ -338,6 +339,18 @@ void RuntimeCore::spin_until_admitted_changes(std::uint64_t seen) const {
     __builtin_ia32_pause();
 #endif
   }
+}
+
+RuntimeCore::Lock RuntimeCore::lock_hot_path() {
+  // Critical sections here last a few hundred nanoseconds; sleeping in the kernel on a busy
+  // mutex costs microseconds. Try for a moment before blocking.
+  for (int i = 0; i < 64; ++i) {
+    if (mu_.try_lock()) return Lock{mu_, std::adopt_lock};
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+  return Lock{mu_};
 }
 
 bool RuntimeCore::claim_idle_worker() {

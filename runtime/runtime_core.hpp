@@ -92,6 +92,8 @@ class RuntimeCore final : public JobSource {
   // True if an idle worker exists that nobody has signalled yet; counts it as signalled.
   // Requires mu_; the caller signals work_ready_ after unlocking.
   bool claim_idle_worker();
+  // Locks mu_ on the submit and dequeue paths: spins briefly before blocking.
+  Lock lock_hot_path();
   // Returns once admitted_ differs from `seen`, or after a few microseconds. Without mu_.
   void spin_until_admitted_changes(std::uint64_t seen) const;
   void wake_timer_for(Deadline deadline);  // requires mu_

@@ -5,7 +5,7 @@ namespace sandglass::detail {
 void Job::publish(Outcome&& outcome) {
   handler = nullptr;     // release what the handler captured as soon as the job is over
   parent_link.reset();   // the parent may outlive the runtime; blocks while its callback runs
-  outcome_ = std::move(outcome);
+  outcome_.emplace(std::move(outcome));
   // Dekker hand-shake with wait_until(): we store done_ then read waiters_, a waiter increments
   // waiters_ then reads done_ (all seq_cst), so at least one of us sees the other. The release
   // half of this store also publishes outcome_ to whoever acquires done_.
@@ -16,7 +16,7 @@ void Job::publish(Outcome&& outcome) {
   }
   if (on_outcome) {
     OutcomeCallback callback = std::move(on_outcome);
-    callback(outcome_);
+    callback(*outcome_);
   }
 }
 

@@ -27,11 +27,17 @@ struct KindState;
 struct Job : QueueItem, std::enable_shared_from_this<Job> {
   enum class Phase : std::uint8_t { pending, queued, running, finished };
 
+  // User-provided, so that making a job does not zero-fill all of it first: a job is made on
+  // the submitting thread in memory a worker freed last, and every cache line written here
+  // has to travel between cores. State needed only once a job runs or ends lives in
+  // std::optional and is not touched until then.
+  Job() noexcept {}
+
   JobId id = 0;
   std::string kind;
   JobHandler handler;
   OutcomeCallback on_outcome;
-  CancelState cancel;  // the job's own token; `token()` shares this allocation
+  std::optional<CancelState> cancel_state;  // the job's token; made when it starts
   Duration budget{};
   TimePoint enqueued_at{};
   TimePoint started_at{};
@@ -45,7 +51,11 @@ struct Job : QueueItem, std::enable_shared_from_this<Job> {
   std::shared_ptr<Job> queued_ref;  // keeps the job alive while only the queue links it
   boost::intrusive::set_member_hook<> running_hook;
 
-  CancelToken token() { return CancelAccess::token({shared_from_this(), &cancel}); }
+  // Made when the job starts (under the runtime's lock, before anyone can cancel it).
+  void make_cancel_state() { cancel_state.emplace(); }
+  // Cancels a started job. True for the first cancellation.
+  bool cancel(CancelCause cause) noexcept { return cancel_state->cancel(cause); }
+  CancelToken token() { return CancelAccess::token({shared_from_this(), &*cancel_state}); }
 
   // Stores the outcome, wakes waiters, then runs `on_outcome`. Call exactly once, holding no
   // lock of the runtime.
@@ -64,7 +74,7 @@ struct Job : QueueItem, std::enable_shared_from_this<Job> {
   // publish() locks and notifies only if it sees a waiter.
   mutable std::mutex mu_;
   std::condition_variable published_;
-  Outcome outcome_;
+  std::optional<Outcome> outcome_;  // written once, before done_
   std::atomic<bool> done_{false};
   std::atomic<std::uint32_t> waiters_{0};
 };
