@@ -94,7 +94,7 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
     admission = queue_.admit(*job, now);
     if (admission.admitted()) {
       job->phase = Job::Phase::queued;
-      job->queued_ref = job;
+      job->self = job;
       peak_queued_ = std::max(peak_queued_, queue_.size());
       admitted_.fetch_add(1, std::memory_order_relaxed);
       // A spinning worker takes this job (and wakes another if more are waiting).
@@ -106,7 +106,7 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
     if (admission.shed != nullptr) {
       Job& victim = job_of(admission.shed);
       victim.phase = Job::Phase::finished;
-      shed = std::move(victim.queued_ref);
+      shed = std::move(victim.self);
     }
   }
   // Signalled after unlocking, so the woken worker does not block on the lock we hold.
@@ -131,7 +131,7 @@ bool RuntimeCore::cancel(Job& job, CancelCause cause) {
   if (job.phase == Job::Phase::queued) {
     queue_.remove(job);
     job.phase = Job::Phase::finished;
-    std::shared_ptr<Job> ref = std::move(job.queued_ref);
+    std::shared_ptr<Job> ref = std::move(job.self);
     notify_if_drained();
     lock.unlock();
     finish_unstarted(job, State::cancelled, Reason::cancelled_in_queue, cause);
@@ -202,12 +202,13 @@ std::shared_ptr<Job> RuntimeCore::start(Job& job, TimePoint now) {
   ++job.kind_state->running;
   running_.insert(job);
   wake_timer_for(job.deadline);
-  return std::move(job.queued_ref);
+  return job.self;
 }
 
 void RuntimeCore::record_finished(Job& job, const Outcome& outcome) {
   running_.erase(running_.iterator_to(job));
   job.phase = Job::Phase::finished;
+  job.self.reset();  // the worker still holds its own reference
   KindState& ks = *job.kind_state;
   --ks.running;
   // This worker comes back for the unparked job itself, unless another one is idle.
@@ -239,7 +240,7 @@ void RuntimeCore::timer_loop() {
       }
       if (!job.deadline_signalled) {
         job.deadline_signalled = true;
-        overdue.push_back(job.shared_from_this());
+        overdue.push_back(job.self);
       }
     }
     if (!expired.empty() || !overdue.empty()) {
@@ -279,9 +280,9 @@ void RuntimeCore::shutdown_until(Deadline drain_deadline) {
     for (QueueItem* item : queue_.take_all()) {
       Job& job = job_of(item);
       job.phase = Job::Phase::finished;
-      left_in_queue.push_back(std::move(job.queued_ref));
+      left_in_queue.push_back(std::move(job.self));
     }
-    for (Job& job : running_) still_running.push_back(job.shared_from_this());
+    for (Job& job : running_) still_running.push_back(job.self);
   }
   for (auto& job : left_in_queue) {
     finish_unstarted(*job, State::cancelled, Reason::cancelled_in_queue, CancelCause::shutdown);
@@ -318,7 +319,7 @@ void RuntimeCore::take_dropped(std::vector<DroppedItem>& dropped, std::vector<Dr
   for (const DroppedItem& d : dropped) {
     Job& job = job_of(d.item);
     job.phase = Job::Phase::finished;
-    out.push_back({std::move(job.queued_ref), d.reason});
+    out.push_back({std::move(job.self), d.reason});
   }
   dropped.clear();
 }

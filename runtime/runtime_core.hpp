@@ -80,7 +80,7 @@ class RuntimeCore final : public JobSource {
   };
 
   void timer_loop();
-  // Marks a popped job running and returns the queue's reference to it; requires mu_.
+  // Marks a popped job running and returns a reference to it; requires mu_.
   std::shared_ptr<Job> start(Job& job, TimePoint now);
   // The bookkeeping when a handler returned: running set, bulkhead, estimate; requires mu_.
   void record_finished(Job& job, const Outcome& outcome);

@@ -24,7 +24,7 @@ namespace sandglass::detail {
 class RuntimeCore;
 struct KindState;
 
-struct Job : QueueItem, std::enable_shared_from_this<Job> {
+struct Job : QueueItem {
   enum class Phase : std::uint8_t { pending, queued, running, finished };
 
   // User-provided, so that making a job does not zero-fill all of it first: a job is made on
@@ -48,14 +48,16 @@ struct Job : QueueItem, std::enable_shared_from_this<Job> {
   Phase phase = Phase::pending;
   bool deadline_signalled = false;  // the timer cancelled it with cause `deadline`
   KindState* kind_state = nullptr;
-  std::shared_ptr<Job> queued_ref;  // keeps the job alive while only the queue links it
+  // The runtime's own reference while the job is queued or running: lets the queue and the
+  // running set link it by address, and the timer take a reference to what it cancels.
+  std::shared_ptr<Job> self;
   boost::intrusive::set_member_hook<> running_hook;
 
   // Made when the job starts (under the runtime's lock, before anyone can cancel it).
   void make_cancel_state() { cancel_state.emplace(); }
   // Cancels a started job. True for the first cancellation.
   bool cancel(CancelCause cause) noexcept { return cancel_state->cancel(cause); }
-  CancelToken token() { return CancelAccess::token({shared_from_this(), &*cancel_state}); }
+  CancelToken token() { return CancelAccess::token({self, &*cancel_state}); }  // while running
 
   // Stores the outcome, wakes waiters, then runs `on_outcome`. Call exactly once, holding no
   // lock of the runtime.
