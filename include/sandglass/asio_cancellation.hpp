@@ -13,7 +13,8 @@
 // remembered: `cancelled()` tells, and the next operation should not be started.
 //
 // The bridge must outlive the operations bound to its slot (as with any
-// `asio::cancellation_signal`); bind at most one operation at a time.
+// `asio::cancellation_signal`); bind at most one operation at a time. The executor's context
+// must outlive every thread that may still cancel the token (it posts there).
 //
 // Thread safety: the bridge belongs to its executor's context: construct, use and destroy it
 // there. The token may be cancelled on any thread.

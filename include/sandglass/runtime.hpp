@@ -131,6 +131,8 @@ class Runtime {
   // completion handler has a connected cancellation slot, a cancellation emitted on it cancels
   // the job with cause `caller`. With GCC 12 and coroutines, pass a named `JobSpec`, not a
   // braced temporary: GCC 12 mis-copies such temporaries inside a `co_await` expression.
+  // The completion's executor (its io_context) must outlive the Runtime: the worker that posts
+  // the completion may still be inside `post` when the completion has already run.
   template <typename CompletionToken>
   auto async_submit(JobSpec spec, Handler handler, CompletionToken&& token);
 

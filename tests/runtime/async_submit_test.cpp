@@ -28,8 +28,8 @@ using sandglass::State;
 
 TEST_SUITE("Runtime::async_submit") {
   TEST_CASE("a plain callback completes on the io_context's thread" * doctest::timeout(10)) {
+    asio::io_context io;  // outlives the runtime, whose workers post to it
     Runtime rt{{.workers = 1, .capacity = 8}};
-    asio::io_context io;
     auto guard = asio::make_work_guard(io);
     std::optional<Outcome> got;
     std::thread::id completed_on;
@@ -57,8 +57,8 @@ TEST_SUITE("Runtime::async_submit") {
 
   TEST_CASE("use_awaitable yields the outcome in a coroutine and rejections too" *
             doctest::timeout(10)) {
+    asio::io_context io;  // outlives the runtime, whose workers post to it
     Runtime rt{{.workers = 1, .capacity = 8}};
-    asio::io_context io;
     std::optional<Outcome> ok;
     std::optional<Outcome> rejected;
     asio::co_spawn(
@@ -81,8 +81,8 @@ TEST_SUITE("Runtime::async_submit") {
 
   TEST_CASE("a cancellation emitted on the bound slot cancels the job with cause caller" *
             doctest::timeout(10)) {
+    asio::io_context io;  // outlives the runtime, whose workers post to it
     Runtime rt{{.workers = 1, .capacity = 8}};
-    asio::io_context io;
     auto guard = asio::make_work_guard(io);  // the outcome is posted from another thread
     asio::cancellation_signal signal;
     std::latch running{1};
