@@ -63,7 +63,7 @@ class RuntimeCore final : public JobSource {
   };
   using RunningSet = boost::intrusive::multiset<
       Job,
-      boost::intrusive::member_hook<Job, boost::intrusive::set_member_hook<>, &Job::running_hook>,
+      boost::intrusive::member_hook<Job, Job::RunningHook, &Job::running_hook>,
       boost::intrusive::compare<ByDeadline>>;
   using Lock = std::unique_lock<std::mutex>;
 

@@ -2,45 +2,57 @@
 
 namespace sandglass::detail {
 
+Job::~Job() {
+  if (done()) std::destroy_at(std::launder(reinterpret_cast<Outcome*>(outcome_storage_)));
+  if (has_cancel_state) std::destroy_at(&cancel_state());
+  delete waiters_.load(std::memory_order_acquire);
+}
+
 void Job::publish(Outcome&& outcome) {
   handler = nullptr;     // release what the handler captured as soon as the job is over
   parent_link.reset();   // the parent may outlive the runtime; blocks while its callback runs
-  outcome_.emplace(std::move(outcome));
-  // Dekker hand-shake with wait_until(): we store done_ then read waiters_, a waiter increments
-  // waiters_ then reads done_ (all seq_cst), so at least one of us sees the other. The release
-  // half of this store also publishes outcome_ to whoever acquires done_.
+  new (outcome_storage_) Outcome{std::move(outcome)};
+  // Also the release that publishes the outcome to whoever acquires done_.
   done_.store(true, std::memory_order_seq_cst);
-  if (waiters_.load(std::memory_order_seq_cst) != 0) {
-    { std::lock_guard lock{mu_}; }  // a waiter between its check and its sleep holds mu_
-    published_.notify_all();
+  if (Waiters* w = waiters_.load(std::memory_order_seq_cst)) {
+    { std::lock_guard lock{w->mu}; }  // a waiter between its check and its sleep holds mu
+    w->published.notify_all();
   }
   if (on_outcome) {
     OutcomeCallback callback = std::move(on_outcome);
-    callback(*outcome_);
+    callback(published_outcome());
   }
+}
+
+Job::Waiters& Job::waiters() {
+  Waiters* existing = waiters_.load(std::memory_order_seq_cst);
+  if (existing != nullptr) return *existing;
+  auto fresh = std::make_unique<Waiters>();
+  if (waiters_.compare_exchange_strong(existing, fresh.get(), std::memory_order_seq_cst)) {
+    return *fresh.release();
+  }
+  return *existing;  // another waiter was first
 }
 
 Outcome Job::wait() { return *wait_until(Deadline::never()); }
 
 std::optional<Outcome> Job::wait_until(Deadline until) {
   if (!done()) {
-    waiters_.fetch_add(1, std::memory_order_seq_cst);
-    std::unique_lock lock{mu_};
+    Waiters& w = waiters();
+    std::unique_lock lock{w.mu};
     auto published = [&] { return done_.load(std::memory_order_seq_cst); };
     if (until.is_never()) {
-      published_.wait(lock, published);
-    } else {
-      published_.wait_until(lock, until.time_point(), published);
+      w.published.wait(lock, published);
+    } else if (!w.published.wait_until(lock, until.time_point(), published)) {
+      return std::nullopt;
     }
-    waiters_.fetch_sub(1, std::memory_order_relaxed);
-    if (!done()) return std::nullopt;
   }
-  return outcome_;
+  return published_outcome();
 }
 
 std::optional<Outcome> Job::outcome() const {
   if (!done()) return std::nullopt;
-  return outcome_;
+  return published_outcome();
 }
 
 }  // namespace sandglass::detail

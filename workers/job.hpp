@@ -1,6 +1,11 @@
 // job.hpp (private) — `Job`, everything the runtime keeps about one submitted job, in one
 // allocation: its queue links, handler, cancellation state, timings and outcome.
 //
+// Layout matters for the hand-off: a job is made on the submitting thread in memory that a
+// worker freed last, so every cache line written when it is made has to travel between cores.
+// What submit writes comes first, in as few lines as possible; the cancellation state, the
+// outcome and the waiters' mutex are made only when the job starts, ends, or is waited for.
+//
 // Thread safety: fields marked "guarded by the runtime" are read and written only under the
 // runtime's mutex. The outcome is published once (`publish`) and then read by any thread.
 #pragma once
@@ -14,8 +19,10 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstddef>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <string>
 
@@ -27,37 +34,49 @@ struct KindState;
 struct Job : QueueItem {
   enum class Phase : std::uint8_t { pending, queued, running, finished };
 
-  // User-provided, so that making a job does not zero-fill all of it first: a job is made on
-  // the submitting thread in memory a worker freed last, and every cache line written here
-  // has to travel between cores. State needed only once a job runs or ends lives in
-  // std::optional and is not touched until then.
+  // User-provided, so that making a job does not zero-fill all of it first.
   Job() noexcept {}
+  Job(const Job&) = delete;
+  Job& operator=(const Job&) = delete;
+  ~Job();
 
+  // --- Written when the job is made.
   JobId id = 0;
-  std::string kind;
-  JobHandler handler;
-  OutcomeCallback on_outcome;
-  std::optional<CancelState> cancel_state;  // the job's token; made when it starts
   Duration budget{};
   TimePoint enqueued_at{};
-  TimePoint started_at{};
   RuntimeCore* core = nullptr;  // outlives every unfinished job (the runtime's destructor
                                 // waits for all outcomes); touched only while unfinished
-
-  // Guarded by the runtime.
-  Phase phase = Phase::pending;
-  bool deadline_signalled = false;  // the timer cancelled it with cause `deadline`
-  KindState* kind_state = nullptr;
+  KindState* kind_state = nullptr;     // guarded by the runtime
+  Phase phase = Phase::pending;        // guarded by the runtime
+  bool deadline_signalled = false;     // guarded by the runtime: the timer cancelled it
+  bool has_cancel_state = false;       // guarded by the runtime until the job starts
+  std::atomic<bool> done_{false};      // the outcome is published
   // The runtime's own reference while the job is queued or running: lets the queue and the
   // running set link it by address, and the timer take a reference to what it cancels.
   std::shared_ptr<Job> self;
-  boost::intrusive::set_member_hook<> running_hook;
+  JobHandler handler;
+  OutcomeCallback on_outcome;
+  std::string kind;
+  CancelRegistration parent_link;      // reset when the outcome is published
+
+  // --- Written when the job starts.
+  TimePoint started_at;
+  // Normal (not safe) link mode: its constructor writes nothing.
+  using RunningHook = boost::intrusive::set_member_hook<
+      boost::intrusive::link_mode<boost::intrusive::normal_link>>;
+  RunningHook running_hook;  // guarded by the runtime
 
   // Made when the job starts (under the runtime's lock, before anyone can cancel it).
-  void make_cancel_state() { cancel_state.emplace(); }
+  void make_cancel_state() {
+    new (cancel_storage_) CancelState;
+    has_cancel_state = true;
+  }
+  CancelState& cancel_state() noexcept {
+    return *std::launder(reinterpret_cast<CancelState*>(cancel_storage_));
+  }
   // Cancels a started job. True for the first cancellation.
-  bool cancel(CancelCause cause) noexcept { return cancel_state->cancel(cause); }
-  CancelToken token() { return CancelAccess::token({self, &*cancel_state}); }  // while running
+  bool cancel(CancelCause cause) noexcept { return cancel_state().cancel(cause); }
+  CancelToken token() { return CancelAccess::token({self, &cancel_state()}); }  // while running
 
   // Stores the outcome, wakes waiters, then runs `on_outcome`. Call exactly once, holding no
   // lock of the runtime.
@@ -68,17 +87,23 @@ struct Job : QueueItem {
   std::optional<Outcome> wait_until(Deadline until);
   std::optional<Outcome> outcome() const;
 
-  CancelRegistration parent_link;  // reset when the outcome is published
-
  private:
-  // Publication without a lock when nobody waits: the outcome is written before done_ is set
-  // and never changes after. Waiters announce themselves in waiters_ and sleep on mu_/published_;
-  // publish() locks and notifies only if it sees a waiter.
-  mutable std::mutex mu_;
-  std::condition_variable published_;
-  std::optional<Outcome> outcome_;  // written once, before done_
-  std::atomic<bool> done_{false};
-  std::atomic<std::uint32_t> waiters_{0};
+  // For threads that block on the outcome; made by the first of them.
+  struct Waiters {
+    std::mutex mu;
+    std::condition_variable published;
+  };
+  Waiters& waiters();
+  const Outcome& published_outcome() const noexcept {
+    return *std::launder(reinterpret_cast<const Outcome*>(outcome_storage_));
+  }
+
+  // Publication: the outcome is constructed, then done_ is set, and it never changes after.
+  // A waiter installs waiters_ and then reads done_; publish sets done_ and then reads
+  // waiters_ (all seq_cst), so at least one of them sees the other.
+  std::atomic<Waiters*> waiters_{nullptr};
+  alignas(CancelState) std::byte cancel_storage_[sizeof(CancelState)];
+  alignas(Outcome) std::byte outcome_storage_[sizeof(Outcome)];
 };
 
 }  // namespace sandglass::detail
