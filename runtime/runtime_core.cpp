@@ -52,6 +52,9 @@ KindState& RuntimeCore::kind_state(const std::string& kind) {
 
 JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback on_outcome) {
   if (!handler) throw std::invalid_argument{"submit: handler is empty"};
+  if (static_cast<std::size_t>(spec.priority) >= kPriorityCount) {
+    throw std::invalid_argument{"submit: priority is not one of critical, high, normal, sheddable"};
+  }
   submitted_.fetch_add(1, std::memory_order_relaxed);
 
   // Jobs are made on the submitting thread and freed on a worker: a pool spares malloc that

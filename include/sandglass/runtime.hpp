@@ -20,7 +20,8 @@
 //
 // Outcome callbacks (`submit`'s third argument) run exactly once, outside the runtime's locks,
 // on whichever thread ended the job: a worker, the timer, the submitter (rejections), or the
-// thread that cancelled it. They must be quick and must not block on the runtime.
+// thread that cancelled it. They must be quick, must not block on the runtime and must not
+// throw (an exception would escape a worker thread: std::terminate).
 //
 // Thread safety: `Runtime`: all member functions may be called concurrently, except that the
 // destructor must not race with anything. `JobHandle`: distinct objects: safe; shared objects:
@@ -121,7 +122,8 @@ class Runtime {
   // Shuts down with no drain time if `shutdown` was not called. Blocks.
   ~Runtime();
 
-  // Admits or rejects the job at once. `handler` must not be empty.
+  // Admits or rejects the job at once. Throws std::invalid_argument for an empty `handler` or
+  // a `priority` outside the enum.
   JobHandle submit(JobSpec spec, Handler handler);
   // As above; `on_outcome` runs exactly once with the job's outcome (see the file comment).
   JobHandle submit(JobSpec spec, Handler handler, OutcomeCallback on_outcome);

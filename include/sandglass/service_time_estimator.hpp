@@ -22,7 +22,7 @@ namespace sandglass {
 struct ServiceTimeEstimatorOptions {
   double quantile = 0.9;        // in (0, 1]
   std::size_t window = 128;     // samples kept
-  std::size_t refresh_every = 16;  // records between recomputations, once the window is full
+  std::size_t refresh_every = 32;  // records between recomputations, once the window is full
 };
 
 class ServiceTimeEstimator {

@@ -319,9 +319,13 @@ TEST_SUITE("Runtime") {
     }
   }
 
-  TEST_CASE("an empty handler is refused with an exception") {
+  TEST_CASE("an empty handler or an unknown priority is refused with an exception") {
     Runtime rt{{.workers = 1, .capacity = 1}};
     CHECK_THROWS_AS(rt.submit({.kind = "k"}, sandglass::JobHandler{}), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(
+        rt.submit({.kind = "k", .priority = static_cast<Priority>(7)}, [](JobContext&) {}),
+        "submit: priority is not one of critical, high, normal, sheddable", std::invalid_argument);
+    CHECK(rt.stats().queued == 0);
   }
 
   TEST_CASE("inconsistent options are refused with a message naming the field") {
