@@ -23,7 +23,7 @@ Runtime::Runtime(RuntimeOptions options) {
   if (std::string error = options.validate(); !error.empty()) {
     throw std::invalid_argument{"RuntimeOptions." + error};
   }
-  core_ = std::make_shared<detail::RuntimeCore>(std::move(options));
+  core_ = std::make_unique<detail::RuntimeCore>(std::move(options));
   core_->start();
 }
 

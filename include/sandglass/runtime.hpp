@@ -148,7 +148,7 @@ class Runtime {
   const RuntimeOptions& options() const noexcept;
 
  private:
-  std::shared_ptr<detail::RuntimeCore> core_;
+  std::unique_ptr<detail::RuntimeCore> core_;
 };
 
 template <typename CompletionToken>
