@@ -5,6 +5,8 @@
 //   BM_AsioThreadPool   one producer thread (the benchmark thread) posts kBatch no-op lambdas
 //                       to an `asio::thread_pool` with 2 threads and waits on a std::latch until
 //                       all of them ran.
+//   BM_AsioThreadPoolWithResult  as above, plus a std::promise / std::future per job: a result
+//                       the submitter could wait for, as every Sandglass job has.
 //   BM_SandglassRuntime one producer submits kBatch jobs `{.kind = "noop", .budget = 10s}` to a
 //                       `sandglass::Runtime` with 2 workers; each handler calls
 //                       `ctx.checkpoint()`. The 3-argument `submit` is used and the outcome
@@ -39,6 +41,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <future>
 #include <latch>
 #include <string>
 
@@ -62,6 +65,28 @@ void BM_AsioThreadPool(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kBatch);
 }
 BENCHMARK(BM_AsioThreadPool)->UseRealTime()->MinTime(1.0)->Unit(benchmark::kMillisecond);
+
+// The same, but every job also gets a result its submitter can wait for (a std::promise, as
+// asio::use_future would make): closer to what a Sandglass job carries (an outcome per job).
+void BM_AsioThreadPoolWithResult(benchmark::State& state) {
+  boost::asio::thread_pool pool{kWorkers};
+  for (auto _ : state) {
+    std::latch done{kBatch};
+    for (std::int64_t i = 0; i < kBatch; ++i) {
+      std::promise<int> result;
+      std::future<int> future = result.get_future();
+      boost::asio::post(pool, [&done, result = std::move(result)]() mutable {
+        result.set_value(0);
+        done.count_down();
+      });
+      benchmark::DoNotOptimize(future);
+    }
+    done.wait();
+  }
+  pool.join();
+  state.SetItemsProcessed(state.iterations() * kBatch);
+}
+BENCHMARK(BM_AsioThreadPoolWithResult)->UseRealTime()->MinTime(1.0)->Unit(benchmark::kMillisecond);
 
 void BM_SandglassRuntime(benchmark::State& state) {
   // Room for a whole batch: the producer may run far ahead of the workers.
