@@ -84,6 +84,15 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
     finish_unstarted(*job, State::cancelled, Reason::cancelled_in_queue, CancelCause::upstream);
     return JobHandle{std::move(job)};
   }
+  if (spec.parent.can_be_cancelled()) {
+    // Registered before the job becomes visible to workers, who reset the registration when
+    // they publish its outcome. A parent cancelled before admission finds the job pending
+    // (the callback then does nothing): the check after admission covers that. The callback
+    // holds only a weak reference, as the job owns the registration.
+    job->parent_link = spec.parent.on_cancel([weak = std::weak_ptr<Job>{job}]() noexcept {
+      if (auto j = weak.lock()) j->core->cancel(*j, CancelCause::upstream);
+    });
+  }
 
   Admission admission;
   std::shared_ptr<Job> shed;
@@ -117,14 +126,8 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
   if (shed) finish_unstarted(*shed, State::rejected, Reason::shed, CancelCause::none);
   if (!admission.admitted()) {
     finish_unstarted(*job, State::rejected, admission.reason, CancelCause::none);
-  } else if (spec.parent.can_be_cancelled()) {
-    // Runs at once if the parent is already cancelled. The callback holds only a weak
-    // reference: the job owns the registration.
-    // The registration is reset when the job's outcome is published, so the callback never
-    // outlives the runtime.
-    job->parent_link = spec.parent.on_cancel([weak = std::weak_ptr<Job>{job}]() noexcept {
-      if (auto j = weak.lock()) j->core->cancel(*j, CancelCause::upstream);
-    });
+  } else if (spec.parent.cancelled()) {
+    cancel(*job, CancelCause::upstream);  // a no-op if the callback got there first
   }
   return JobHandle{std::move(job)};
 }

@@ -3,7 +3,10 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <barrier>
 #include <latch>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -415,5 +418,70 @@ TEST_SUITE("Runtime") {
     }
     CHECK(h.wait().result == "kept");
     CHECK_FALSE(h.cancel());
+  }
+}
+
+TEST_SUITE("Runtime under races") {
+  TEST_CASE("every job gets exactly one outcome while producers cancel and the runtime shuts down" *
+            doctest::timeout(60)) {
+    constexpr int kProducers = 3;
+    constexpr int kJobsPerProducer = 1500;
+    std::mutex mu;
+    std::map<sandglass::JobId, int> outcomes;
+    std::atomic<int> published{0};
+    std::vector<sandglass::JobHandle> handles[kProducers];
+    sandglass::CancelSource parent;  // cancelled half-way: reaches queued and running jobs
+    {
+      Runtime rt{{.workers = 2, .capacity = 64, .budget = {.min_useful = 1ms}}};
+      std::barrier start{kProducers + 1};
+      std::vector<std::thread> producers;
+      for (int p = 0; p < kProducers; ++p) {
+        producers.emplace_back([&, p] {
+          start.arrive_and_wait();
+          for (int i = 0; i < kJobsPerProducer; ++i) {
+            const auto budget = std::chrono::microseconds{500 + (i * 37 + p * 11) % 20'000};
+            sandglass::JobSpec spec{.kind = i % 2 ? "a" : "b",
+                                    .priority = static_cast<Priority>(i % 4),
+                                    .budget = budget};
+            if (i % 5 == 0) spec.parent = parent.token();
+            auto h = rt.submit(
+                std::move(spec),
+                [i](JobContext& ctx) {
+                  const auto until = sandglass::Clock::now() + std::chrono::microseconds{i % 300};
+                  while (sandglass::Clock::now() < until) ctx.checkpoint();
+                  if (i % 97 == 0) throw std::runtime_error{"odd job"};
+                },
+                [&](const Outcome& o) {
+                  std::lock_guard lock{mu};
+                  ++outcomes[o.id];
+                  published.fetch_add(1);
+                });
+            if (i % 7 == 0) h.cancel();
+            if (i == kJobsPerProducer / 2 && p == 0) parent.cancel(CancelCause::caller);
+            handles[p].push_back(std::move(h));
+          }
+        });
+      }
+      start.arrive_and_wait();
+      for (auto& t : producers) t.join();
+      rt.shutdown(5ms);  // some still queued or running: they end with cause shutdown
+      const auto stats = rt.stats();
+      CHECK(stats.submitted == kProducers * kJobsPerProducer);
+      std::uint64_t total = 0;
+      for (auto n : stats.outcomes) total += n;
+      CHECK(total == stats.submitted);
+      CHECK(stats.queued == 0);
+      CHECK(stats.running == 0);
+    }
+    CHECK(published.load() == kProducers * kJobsPerProducer);
+    std::lock_guard lock{mu};
+    CHECK(outcomes.size() == kProducers * kJobsPerProducer);
+    for (const auto& [id, count] : outcomes) CHECK(count == 1);
+    for (const auto& per_producer : handles) {
+      for (const auto& h : per_producer) {
+        REQUIRE(h.done());
+        CHECK(outcomes.count(h.id()) == 1);
+      }
+    }
   }
 }
