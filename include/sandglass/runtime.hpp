@@ -160,16 +160,19 @@ auto Runtime::async_submit(JobSpec spec, Handler handler, CompletionToken&& toke
     auto executor = asio::get_associated_executor(completion);
     // Completion handlers may be move-only; an outcome callback must be copyable.
     auto shared = std::make_shared<Completion>(std::move(completion));
-    JobHandle handle = submit(
+    // The slot's handler is in place before the job can complete (the completion clears it,
+    // possibly on another thread of the executor); it learns the job once submit returns.
+    auto handle = std::make_shared<JobHandle>();
+    if (slot.is_connected()) {
+      slot.assign([handle](asio::cancellation_type) { handle->cancel(); });
+    }
+    *handle = submit(
         std::move(job_spec), std::move(job_handler), [shared, executor, slot](const Outcome& outcome) {
           asio::post(executor, [shared, slot, outcome]() mutable {
             if (slot.is_connected()) slot.clear();
             std::move (*shared)(std::move(outcome));
           });
         });
-    if (slot.is_connected()) {
-      slot.assign([handle](asio::cancellation_type) { handle.cancel(); });
-    }
   };
   return asio::async_initiate<CompletionToken, void(Outcome)>(
       std::move(initiation), token, std::move(spec), std::move(handler));
