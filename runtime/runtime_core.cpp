@@ -108,7 +108,6 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
       job->phase = Job::Phase::queued;
       job->self = job;
       peak_queued_ = std::max(peak_queued_, queue_.size());
-      admitted_.fetch_add(1, std::memory_order_relaxed);
       // A spinning worker takes this job (and wakes another if more are waiting).
       wake_worker = !spinning_ && claim_idle_worker();
       wake_timer_for(job->deadline);
@@ -121,7 +120,8 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
       shed = std::move(victim.self);
     }
   }
-  // Signalled after unlocking, so the woken worker does not block on the lock we hold.
+  // Told after unlocking, so the woken or spinning worker does not run into the lock we hold.
+  if (admission.admitted()) admitted_.fetch_add(1, std::memory_order_relaxed);
   if (wake_worker) work_ready_.notify_one();
   if (shed) finish_unstarted(*shed, State::rejected, Reason::shed, CancelCause::none);
   if (!admission.admitted()) {

@@ -116,7 +116,7 @@ class RuntimeCore final : public JobSource {
   std::size_t idle_workers_ = 0;                      // waiting on work_ready_; guarded
   std::size_t wakeups_pending_ = 0;                   // signalled, not yet awake; guarded
   bool spinning_ = false;                             // an idle worker spins; guarded by mu_
-  // Admissions so far; written under mu_, read by the spinning worker without it (a hint).
+  // Admissions so far, counted after the lock is released; a hint for the spinning worker.
   std::atomic<std::uint64_t> admitted_{0};
   std::size_t peak_queued_ = 0;                       // guarded by mu_
   TimePoint timer_sleeps_until_ = TimePoint::max();   // guarded by mu_
