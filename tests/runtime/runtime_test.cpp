@@ -65,6 +65,30 @@ TEST_SUITE("Runtime") {
     CHECK(h.outcome()->result == "hello");
   }
 
+  TEST_CASE("outcome timings add up from the budget through queue wait and run time to the remaining time" *
+            doctest::timeout(10)) {
+    Runtime rt{{.workers = 1, .capacity = 8}};
+    Gate gate;
+    auto blocker = rt.submit({.kind = "block"}, gate.handler());
+    gate.started.wait();
+    auto h = rt.submit({.kind = "timed", .budget = 5s}, [](JobContext& ctx) { busy_for(ctx, 2ms); });
+    std::thread releaser{[&] {
+      // Let the job wait a little: until the blocker has been running for 3 ms.
+      const auto until = sandglass::Clock::now() + 3ms;
+      while (sandglass::Clock::now() < until) {
+      }
+      gate.release.count_down();
+    }};
+    const Outcome o = h.wait();
+    releaser.join();
+    const sandglass::Timings& t = o.timings;
+    CHECK(t.budget == 5s);
+    CHECK(t.queue_wait >= 3ms);
+    CHECK(t.run_time >= 2ms);
+    CHECK(t.remaining_at_start == t.budget - t.queue_wait);
+    CHECK(t.remaining_at_end == t.remaining_at_start - t.run_time);
+  }
+
   TEST_CASE("a handler that throws fails with its error text and the worker keeps serving" *
             doctest::timeout(10)) {
     Runtime rt{{.workers = 1, .capacity = 8}};
