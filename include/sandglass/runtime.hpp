@@ -168,9 +168,10 @@ auto Runtime::async_submit(JobSpec spec, Handler handler, CompletionToken&& toke
     }
     *handle = submit(
         std::move(job_spec), std::move(job_handler), [shared, executor, slot](const Outcome& outcome) {
-          asio::post(executor, [shared, slot, outcome]() mutable {
+          // One copy into the posted function (the runtime keeps its own), then moved on.
+          asio::post(executor, [shared, slot, result = Outcome{outcome}]() mutable {
             if (slot.is_connected()) slot.clear();
-            std::move (*shared)(std::move(outcome));
+            std::move (*shared)(std::move(result));
           });
         });
   };
