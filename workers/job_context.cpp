@@ -1,5 +1,10 @@
 #include <sandglass/job_context.hpp>
 
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+
 namespace sandglass {
 
 const char* Cancelled::what() const noexcept {
@@ -23,6 +28,29 @@ void JobContext::throw_cancelled() const { throw Cancelled{token_.cause()}; }
 
 void JobContext::throw_if_not_committed() const {
   if (!committed_.load(std::memory_order_relaxed)) throw_cancelled();
+}
+
+void JobContext::sleep_until(Deadline until) {
+  checkpoint();
+  std::mutex mu;
+  std::condition_variable_any woken;
+  std::unique_lock lock{mu};
+  const auto& state = CancelAccess::state(token_);
+  std::optional<std::stop_token> stop;
+  if (state && !committed()) {
+    stop = state->stop_token_for_callback();
+    if (!stop) throw_cancelled();  // cancelled since the checkpoint above
+  }
+  auto cancelled_now = [&] { return cancelled() && !committed(); };
+  while (!until.expired()) {
+    if (stop) {
+      // Returns early once the token's stop is requested (cancel() requests it).
+      if (woken.wait_until(lock, *stop, until.time_point(), cancelled_now)) break;
+    } else {
+      woken.wait_until(lock, until.time_point());
+    }
+  }
+  checkpoint();
 }
 
 void JobContext::commit() {

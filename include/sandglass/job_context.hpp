@@ -77,6 +77,13 @@ class JobContext {
   Deadline deadline() const noexcept { return deadline_; }
   Duration remaining() const noexcept { return deadline_.remaining(); }
 
+  // Blocks until `until` or until the job is cancelled, whichever comes first; then throws
+  // `Cancelled` if it was cancelled (like a checkpoint). After the commit point cancellation no
+  // longer interrupts it. A time in the past returns at once. Built on
+  // std::condition_variable_any's stop_token wait: no thread and no timer of its own.
+  void sleep_until(Deadline until);
+  void sleep_for(Duration timeout) { sleep_until(Deadline::after(timeout)); }
+
   // What this job may pass on to a dependency now: min(remaining - reserve, caps), or reason
   // deadline_exceeded_before_dispatch when that is below the minimum useful budget.
   ChildBudget child_budget(ChildBudgetCaps caps = {}) const noexcept {

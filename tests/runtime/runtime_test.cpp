@@ -134,6 +134,16 @@ TEST_SUITE("Runtime") {
     CHECK(o.timings.remaining_at_end <= 0s);
   }
 
+  TEST_CASE("a job sleeping past its deadline is woken by the deadline and cancelled" *
+            doctest::timeout(10)) {
+    Runtime rt{{.workers = 1, .capacity = 8}};
+    auto h = rt.submit({.kind = "sleep", .budget = 50ms}, [](JobContext& ctx) { ctx.sleep_for(60s); });
+    const Outcome o = h.wait();  // the doctest timeout proves it did not sleep for a minute
+    CHECK(o.state == State::cancelled);
+    CHECK(o.reason == Reason::cancelled_while_running);
+    CHECK(o.cause == CancelCause::deadline);
+  }
+
   TEST_CASE("cancelling a queued job removes it at once with cause caller" * doctest::timeout(10)) {
     Runtime rt{{.workers = 1, .capacity = 8}};
     Gate gate;

@@ -2,6 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include <latch>
+#include <thread>
+
 using namespace std::chrono_literals;
 using sandglass::BudgetPolicy;
 using sandglass::CancelCause;
@@ -75,5 +78,50 @@ TEST_SUITE("JobContext") {
     const auto t = tight.child_budget();
     CHECK_FALSE(t.ok());
     CHECK(t.reason == sandglass::Reason::deadline_exceeded_before_dispatch);
+  }
+
+  TEST_CASE("sleep_for returns after its time when nothing cancels the job") {
+    const BudgetPolicy policy;
+    CancelSource source;
+    JobContext ctx{1, "k", Deadline::never(), source.token(), policy};
+    const auto before = sandglass::Clock::now();
+    ctx.sleep_for(5ms);
+    CHECK(sandglass::Clock::now() - before >= 5ms);
+    CHECK_NOTHROW(ctx.sleep_for(-1ms));  // a time in the past returns at once
+  }
+
+  TEST_CASE("sleep_for wakes up and throws as soon as another thread cancels the job" *
+            doctest::timeout(10)) {
+    const BudgetPolicy policy;
+    CancelSource source;
+    JobContext ctx{1, "k", Deadline::never(), source.token(), policy};
+    std::latch asleep{1};
+    std::thread canceller{[&] {
+      asleep.wait();
+      source.cancel(CancelCause::caller);
+    }};
+    asleep.count_down();
+    CHECK_THROWS_AS(ctx.sleep_for(60s), Cancelled);  // the doctest timeout proves it woke
+    canceller.join();
+    CHECK(ctx.cause() == CancelCause::caller);
+  }
+
+  TEST_CASE("sleep_for after the commit point sleeps its whole time despite a cancellation") {
+    const BudgetPolicy policy;
+    CancelSource source;
+    JobContext ctx{1, "k", Deadline::never(), source.token(), policy};
+    ctx.commit();
+    source.cancel(CancelCause::deadline);
+    const auto before = sandglass::Clock::now();
+    CHECK_NOTHROW(ctx.sleep_for(5ms));
+    CHECK(sandglass::Clock::now() - before >= 5ms);
+  }
+
+  TEST_CASE("sleep_for on a context without a cancellable token just sleeps") {
+    const BudgetPolicy policy;
+    JobContext ctx{1, "k", Deadline::never(), sandglass::CancelToken{}, policy};
+    const auto before = sandglass::Clock::now();
+    ctx.sleep_for(2ms);
+    CHECK(sandglass::Clock::now() - before >= 2ms);
   }
 }
