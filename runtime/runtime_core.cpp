@@ -115,9 +115,7 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
       job->phase = Job::Phase::finished;
     }
     if (admission.shed != nullptr) {
-      Job& victim = job_of(admission.shed);
-      victim.phase = Job::Phase::finished;
-      shed = std::move(victim.self);
+      shed = retire(job_of(admission.shed));
     }
   }
   // Told after unlocking, so the woken or spinning worker does not run into the lock we hold.
@@ -136,8 +134,7 @@ bool RuntimeCore::cancel(Job& job, CancelCause cause) {
   Lock lock{mu_};
   if (job.phase == Job::Phase::queued) {
     queue_.remove(job);
-    job.phase = Job::Phase::finished;
-    std::shared_ptr<Job> ref = std::move(job.self);
+    std::shared_ptr<Job> ref = retire(job);
     notify_if_drained();
     lock.unlock();
     finish_unstarted(job, State::cancelled, Reason::cancelled_in_queue, cause);
@@ -283,11 +280,7 @@ void RuntimeCore::shutdown_until(Deadline drain_deadline) {
     } else {
       drained_.wait_until(lock, drain_deadline.time_point(), drained);
     }
-    for (QueueItem* item : queue_.take_all()) {
-      Job& job = job_of(item);
-      job.phase = Job::Phase::finished;
-      left_in_queue.push_back(std::move(job.self));
-    }
+    for (QueueItem* item : queue_.take_all()) left_in_queue.push_back(retire(job_of(item)));
     for (Job& job : running_) still_running.push_back(job.self);
   }
   for (auto& job : left_in_queue) {
@@ -322,12 +315,13 @@ RuntimeStats RuntimeCore::stats() const {
 }
 
 void RuntimeCore::take_dropped(std::vector<DroppedItem>& dropped, std::vector<DroppedJob>& out) {
-  for (const DroppedItem& d : dropped) {
-    Job& job = job_of(d.item);
-    job.phase = Job::Phase::finished;
-    out.push_back({std::move(job.self), d.reason});
-  }
+  for (const DroppedItem& d : dropped) out.push_back({retire(job_of(d.item)), d.reason});
   dropped.clear();
+}
+
+std::shared_ptr<Job> RuntimeCore::retire(Job& job) {
+  job.phase = Job::Phase::finished;
+  return std::move(job.self);
 }
 
 void RuntimeCore::finish_dropped(std::vector<DroppedJob>& dropped) {
@@ -386,7 +380,7 @@ void RuntimeCore::finish_unstarted(Job& job, State state, Reason reason, CancelC
   o.reason = reason;
   o.cause = cause;
   o.timings.budget = job.budget;
-  if (job.enqueued_at != TimePoint{}) o.timings.queue_wait = now - job.enqueued_at;
+  o.timings.queue_wait = now - job.enqueued_at;
   o.timings.remaining_at_end = job.deadline.slack(now);
   publish(job, std::move(o));
 }

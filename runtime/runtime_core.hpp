@@ -85,6 +85,9 @@ class RuntimeCore final : public JobSource {
   // The bookkeeping when a handler returned: running set, bulkhead, estimate; requires mu_.
   void record_finished(Job& job, const Outcome& outcome);
   KindState& kind_state(const std::string& kind);  // requires mu_
+  // Marks a job that left the queue without running as finished and hands over the runtime's
+  // reference to it; requires mu_.
+  std::shared_ptr<Job> retire(Job& job);
   // Marks items the queue dropped as finished and takes their references; requires mu_.
   void take_dropped(std::vector<DroppedItem>& dropped, std::vector<DroppedJob>& out);
   // Publishes `expired` outcomes for them and clears the vector. Must not hold mu_.
