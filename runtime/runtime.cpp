@@ -69,5 +69,8 @@ std::optional<Outcome> JobHandle::outcome() const {
 }
 
 bool JobHandle::done() const noexcept { return job_ && job_->done(); }
+bool JobHandle::started() const noexcept {
+  return job_ && job_->started_.load(std::memory_order_relaxed);
+}
 
 }  // namespace sandglass

@@ -200,6 +200,7 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::shared_ptr<Job> finished,
 
 std::shared_ptr<Job> RuntimeCore::start(Job& job, TimePoint now) {
   job.phase = Job::Phase::running;
+  job.started_.store(true, std::memory_order_relaxed);
   job.started_at = now;
   job.make_cancel_state();
   ++job.kind_state->running;
@@ -309,6 +310,9 @@ RuntimeStats RuntimeCore::stats() const {
   }
   std::lock_guard lock{mu_};
   s.queued = queue_.size();
+  for (std::size_t i = 0; i < kPriorityCount; ++i) {
+    s.queued_by_priority[i] = queue_.size(static_cast<Priority>(i));
+  }
   s.running = running_.size();
   s.peak_queued = peak_queued_;
   return s;

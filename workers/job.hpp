@@ -51,6 +51,7 @@ struct Job : QueueItem {
   bool deadline_signalled = false;     // guarded by the runtime: the timer cancelled it
   bool has_cancel_state = false;       // guarded by the runtime until the job starts
   std::atomic<bool> done_{false};      // the outcome is published
+  std::atomic<bool> started_{false};   // the handler was handed to a worker (for observers)
   // The runtime's own reference while the job is queued or running: lets the queue and the
   // running set link it by address, and the timer take a reference to what it cancels.
   std::shared_ptr<Job> self;

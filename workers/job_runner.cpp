@@ -43,7 +43,6 @@ Outcome run_job(Job& job, const BudgetPolicy& policy) noexcept {
       o.cause = ctx.cause();
       o.state = State::completed;
       o.reason = o.cause == CancelCause::none ? Reason::ok : Reason::completed_after_cancel;
-      o.result = ctx.take_result();
     } catch (const Cancelled& c) {
       mark_cancelled(o, ctx.cancelled() ? ctx.cause() : c.cause());
     } catch (const std::exception& e) {
@@ -51,6 +50,8 @@ Outcome run_job(Job& job, const BudgetPolicy& policy) noexcept {
     } catch (...) {
       record_throw(o, ctx, "unknown exception");
     }
+    // Also when it failed or was cancelled: a partial result can say how far it got.
+    o.result = ctx.take_result();
   }
   const TimePoint end = Clock::now();
   o.timings.run_time = end - job.started_at;

@@ -53,7 +53,7 @@ struct Outcome {
   Reason reason = Reason::ok;
   CancelCause cause = CancelCause::none;  // the cancellation that arrived, if any
   Timings timings;
-  std::string result;  // what the handler passed to JobContext::set_result
+  std::string result;  // what the handler passed to JobContext::set_result (in any state)
   std::string error;   // what a failed or cancelled handler threw, if anything
 
   // True if the job's handler ran at least until its first instruction.

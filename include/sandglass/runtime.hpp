@@ -77,6 +77,7 @@ struct RuntimeStats {
   std::uint64_t submitted = 0;
   std::array<std::uint64_t, kReasonCount> outcomes{};  // indexed by Reason
   std::size_t queued = 0;
+  std::array<std::size_t, kPriorityCount> queued_by_priority{};  // indexed by Priority
   std::size_t running = 0;
   std::size_t peak_queued = 0;
 
@@ -102,6 +103,9 @@ class JobHandle {
   // The outcome if the job has ended, else nullopt. Does not block.
   std::optional<Outcome> outcome() const;
   bool done() const noexcept;
+  // True once a worker has taken the job (it may since have ended). For reporting only: a
+  // job that was not started yet may start right after this returns false.
+  bool started() const noexcept;
 
  private:
   friend class detail::RuntimeCore;

@@ -65,6 +65,29 @@ TEST_SUITE("Runtime") {
     CHECK(h.outcome()->result == "hello");
   }
 
+  TEST_CASE("a handle reports started once a worker took the job and stats count queued jobs per class" *
+            doctest::timeout(10)) {
+    Runtime rt{{.workers = 1, .capacity = 8}};
+    Gate gate;
+    auto blocker = rt.submit({.kind = "block"}, gate.handler());
+    gate.started.wait();
+    auto high = rt.submit({.kind = "q", .priority = Priority::high}, [](JobContext&) {});
+    auto low1 = rt.submit({.kind = "q", .priority = Priority::sheddable}, [](JobContext&) {});
+    auto low2 = rt.submit({.kind = "q", .priority = Priority::sheddable}, [](JobContext&) {});
+    CHECK(blocker.started());
+    CHECK_FALSE(high.started());
+    const sandglass::RuntimeStats s = rt.stats();
+    CHECK(s.queued == 3);
+    CHECK(s.queued_by_priority[static_cast<std::size_t>(Priority::critical)] == 0);
+    CHECK(s.queued_by_priority[static_cast<std::size_t>(Priority::high)] == 1);
+    CHECK(s.queued_by_priority[static_cast<std::size_t>(Priority::normal)] == 0);
+    CHECK(s.queued_by_priority[static_cast<std::size_t>(Priority::sheddable)] == 2);
+    gate.release.count_down();
+    high.wait();
+    CHECK(high.started());
+    CHECK_FALSE(sandglass::JobHandle{}.started());
+  }
+
   TEST_CASE("outcome timings add up from the budget through queue wait and run time to the remaining time" *
             doctest::timeout(10)) {
     Runtime rt{{.workers = 1, .capacity = 8}};

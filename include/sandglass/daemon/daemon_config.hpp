@@ -1,0 +1,89 @@
+// daemon_config.hpp — `DaemonConfig`, everything `sandglassd` reads from its TOML file and
+// command line, with safe defaults; and `ConfigError`, which names the offending key.
+//
+//   sandglass::daemon::DaemonConfig config = sandglass::daemon::load_config_file("sandglassd.toml");
+//   config.listen_port = 0;   // pick a free port
+//
+// Time rules: durations are positive `std::chrono` values; in the file they are integers with
+// their unit in the key (`drain_timeout_ms`).
+//
+// Thread safety: a value type.
+#pragma once
+
+#include <sandglass/deadline.hpp>
+#include <sandglass/runtime.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sandglass::daemon {
+
+// A configuration or command-line error. `key()` is the dotted TOML key or the flag
+// (e.g. "server.max_body_bytes", "--workers").
+class ConfigError : public std::runtime_error {
+ public:
+  ConfigError(std::string key, const std::string& message)
+      : std::runtime_error{key + ": " + message}, key_{std::move(key)} {}
+  const std::string& key() const noexcept { return key_; }
+
+ private:
+  std::string key_;
+};
+
+// Limits that keep one client from holding the daemon (see README, "Robustness limits").
+struct ServerLimits {
+  std::size_t max_body_bytes = 1 << 20;         // larger bodies: 413
+  std::size_t max_header_bytes = 16 << 10;      // larger header sections: 431
+  std::size_t max_connections = 1024;           // more are accepted and closed at once
+  std::chrono::milliseconds read_timeout{10'000};   // to read one request once it started
+  std::chrono::milliseconds write_timeout{10'000};  // to write one response
+  std::chrono::milliseconds idle_timeout{60'000};   // a keep-alive connection with no request
+  std::size_t max_json_depth = 32;              // deeper request bodies: 400
+};
+
+// How long terminal job records stay queryable with GET /v1/jobs/{id}.
+struct RecordRetention {
+  std::chrono::milliseconds keep{300'000};
+  std::size_t max_count = 10'000;  // the oldest terminal records go first
+};
+
+// One `[commands.NAME]` table: a program the `exec` kind may run. Clients name it; they never
+// supply a program or arguments.
+struct CommandConfig {
+  std::vector<std::string> argv;              // argv[0] is an absolute path; no shell
+  std::map<std::string, std::string> env;     // the whole environment of the command
+  std::string working_directory = "/";
+  std::size_t max_output_bytes = 1 << 20;     // per stream; the rest is drained and dropped
+  std::chrono::milliseconds kill_grace{2'000};  // SIGTERM, then SIGKILL after this
+  bool allow_stdin = true;                    // whether a request may pass "stdin"
+};
+
+struct DaemonConfig {
+  std::string listen_host = "127.0.0.1";
+  std::uint16_t listen_port = 8080;           // 0 picks a free port
+  std::size_t io_threads = 1;                 // threads serving HTTP
+  RuntimeOptions runtime{};                   // workers, capacity, budgets, kind limits
+  std::chrono::milliseconds drain_timeout{10'000};
+  ServerLimits limits{};
+  RecordRetention records{};
+  std::string log_level = "info";             // trace, debug, info, warn, error, critical, off
+  std::string log_format = "text";            // text or json
+  std::map<std::string, CommandConfig, std::less<>> commands;
+
+  // Throws ConfigError naming the first inconsistent key.
+  void validate() const;
+};
+
+// Parses TOML text; `source` names it in errors. Keys not given keep their defaults; unknown
+// keys are errors. Throws ConfigError naming the key.
+DaemonConfig parse_config(std::string_view toml_text, std::string_view source = "config");
+// Reads and parses a file. Throws ConfigError (key "--config" when the file cannot be read).
+DaemonConfig load_config_file(const std::string& path);
+
+}  // namespace sandglass::daemon

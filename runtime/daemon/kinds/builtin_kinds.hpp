@@ -1,0 +1,20 @@
+// builtin_kinds.hpp (private) — the job kinds every sandglassd serves.
+//
+//   sleep {"ms": N}                      waits on the job's deadline-aware sleep; cancellable
+//   spin  {"ms": N}                      burns CPU, with a checkpoint at least every 100 us
+//   exec  {"command": NAME, "stdin"?: S} runs a command from the config (see exec_kind.cpp)
+#pragma once
+
+#include <sandglass/daemon/daemon_config.hpp>
+#include <sandglass/daemon/kind_registry.hpp>
+
+#include <map>
+#include <string>
+
+namespace sandglass::daemon {
+
+JobKind make_sleep_kind();
+JobKind make_spin_kind();
+JobKind make_exec_kind(std::map<std::string, CommandConfig, std::less<>> commands);
+
+}  // namespace sandglass::daemon
