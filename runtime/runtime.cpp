@@ -73,4 +73,13 @@ bool JobHandle::started() const noexcept {
   return job_ && job_->started_.load(std::memory_order_relaxed);
 }
 
+JobProgress JobHandle::progress() const noexcept {
+  if (!job_) return {};
+  JobProgress p{.budget = job_->budget, .enqueued_at = job_->enqueued_at,
+                .deadline = job_->deadline};
+  // Pairs with the release store in RuntimeCore::start: started_at is written before it.
+  if (job_->started_.load(std::memory_order_acquire)) p.started_at = job_->started_at;
+  return p;
+}
+
 }  // namespace sandglass

@@ -200,8 +200,8 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::shared_ptr<Job> finished,
 
 std::shared_ptr<Job> RuntimeCore::start(Job& job, TimePoint now) {
   job.phase = Job::Phase::running;
-  job.started_.store(true, std::memory_order_relaxed);
   job.started_at = now;
+  job.started_.store(true, std::memory_order_release);  // pairs with JobHandle::progress
   job.make_cancel_state();
   ++job.kind_state->running;
   running_.insert(job);

@@ -86,6 +86,14 @@ struct RuntimeStats {
   }
 };
 
+// Where a job stands, for reporting while it has no outcome yet.
+struct JobProgress {
+  Duration budget{};                    // granted at admission
+  TimePoint enqueued_at{};              // when it was admitted
+  Deadline deadline{};
+  std::optional<TimePoint> started_at;  // set once a worker took it
+};
+
 class JobHandle {
  public:
   JobHandle() = default;  // refers to no job
@@ -106,6 +114,8 @@ class JobHandle {
   // True once a worker has taken the job (it may since have ended). For reporting only: a
   // job that was not started yet may start right after this returns false.
   bool started() const noexcept;
+  // The job's budget, admission time, deadline and start time. Empty for an empty handle.
+  JobProgress progress() const noexcept;
 
  private:
   friend class detail::RuntimeCore;

@@ -1,8 +1,31 @@
 // metrics.hpp (private) — `DaemonMetrics`, the daemon's Prometheus metrics (prefix `sandglass_`),
 // rendered in the text exposition format with prometheus-cpp's serializer.
 //
+//   DaemonMetrics metrics;
+//   metrics.job_submitted("sleep", Priority::normal);
+//   metrics.job_finished(outcome, Priority::normal);       // from the outcome callback
+//   metrics.http_response(200);
+//   std::string body = metrics.render(runtime.stats(), workers, draining);   // GET /metrics
+//
 // Labels come only from bounded sets: kind (the registry's kinds), priority, state, reason,
 // cause, and the HTTP status code. Never a deadline, an id or a key.
+//
+//   sandglass_jobs_submitted_total{kind,priority}            counter
+//   sandglass_jobs_total{kind,priority,state,reason}         counter, one per terminal outcome
+//                                                            (expired jobs: state="expired")
+//   sandglass_rejections_total{kind,reason}                  counter, state rejected
+//   sandglass_cancellations_total{kind,cause}                counter, state cancelled
+//   sandglass_completed_after_cancel_total{kind}             counter
+//   sandglass_budget_granted_seconds{kind}                   histogram, admitted jobs
+//   sandglass_queue_wait_seconds{kind}                       histogram, admitted jobs
+//   sandglass_remaining_at_dispatch_seconds{kind}            histogram, started jobs
+//   sandglass_run_time_seconds{kind}                         histogram, started jobs
+//   sandglass_work_after_deadline_seconds_total{kind}        counter, run time past the deadline
+//   sandglass_queue_depth{priority}, sandglass_running_jobs, sandglass_workers,
+//   sandglass_draining, sandglass_queue_peak_depth           gauges, set by `render`
+//   sandglass_http_responses_total{code}                     counter
+//
+// Histogram buckets are in seconds, from 100 us to 300 s in steps of x2 to x2.5.
 //
 // Thread safety: all member functions may be called concurrently.
 #pragma once
@@ -25,14 +48,19 @@ class DaemonMetrics {
   DaemonMetrics(const DaemonMetrics&) = delete;
   DaemonMetrics& operator=(const DaemonMetrics&) = delete;
 
-  // A request for a job of `kind` reached admission.
+  // A request for a job of `kind` reached admission. `kind` must be one of the registry's
+  // kinds (requests for other kinds are answered 400 before this): it becomes a label value.
   void job_submitted(std::string_view kind, Priority priority);
-  // A job's terminal outcome (exactly once per submitted job).
+  // A job's terminal outcome (exactly once per submitted job); `priority` is the one it was
+  // submitted with. Admitted jobs (not rejected, or shed after admission) are observed in the
+  // budget and queue-wait histograms; started jobs (`Outcome::started()`) in the dispatch and
+  // run-time histograms. A job that started after its deadline is observed with zero remaining.
   void job_finished(const Outcome& outcome, Priority priority);
-  // An HTTP response was sent with `status`.
+  // An HTTP response was sent with `status`. Statuses outside 100-599 count as code "other".
   void http_response(unsigned status);
 
-  // The text exposition format. Gauges are set from `stats` first.
+  // The text exposition format. Gauges are set from the arguments first; with concurrent
+  // calls, a scrape may show another call's gauge values.
   std::string render(const RuntimeStats& stats, std::size_t workers, bool draining);
 
  private:

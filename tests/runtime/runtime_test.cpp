@@ -65,7 +65,7 @@ TEST_SUITE("Runtime") {
     CHECK(h.outcome()->result == "hello");
   }
 
-  TEST_CASE("a handle reports started once a worker took the job and stats count queued jobs per class" *
+  TEST_CASE("a handle reports its progress and start and stats count queued jobs per class" *
             doctest::timeout(10)) {
     Runtime rt{{.workers = 1, .capacity = 8}};
     Gate gate;
@@ -76,6 +76,11 @@ TEST_SUITE("Runtime") {
     auto low2 = rt.submit({.kind = "q", .priority = Priority::sheddable}, [](JobContext&) {});
     CHECK(blocker.started());
     CHECK_FALSE(high.started());
+    CHECK(blocker.progress().started_at.has_value());
+    CHECK_FALSE(high.progress().started_at.has_value());
+    CHECK(high.progress().budget == rt.options().budget.default_budget);
+    CHECK(high.progress().deadline == sandglass::Deadline::after(high.progress().budget,
+                                                                 high.progress().enqueued_at));
     const sandglass::RuntimeStats s = rt.stats();
     CHECK(s.queued == 3);
     CHECK(s.queued_by_priority[static_cast<std::size_t>(Priority::critical)] == 0);

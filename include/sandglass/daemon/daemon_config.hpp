@@ -51,6 +51,7 @@ struct ServerLimits {
 struct RecordRetention {
   std::chrono::milliseconds keep{300'000};
   std::size_t max_count = 10'000;  // the oldest terminal records go first
+  std::size_t max_bytes = 64 << 20;  // results and errors kept, in all; the oldest go first
 };
 
 // One `[commands.NAME]` table: a program the `exec` kind may run. Clients name it; they never
@@ -80,10 +81,18 @@ struct DaemonConfig {
   void validate() const;
 };
 
-// Parses TOML text; `source` names it in errors. Keys not given keep their defaults; unknown
-// keys are errors. Throws ConfigError naming the key.
+// Parses TOML text (layout: runtime/daemon/sandglassd.toml); `source` names it in errors. Keys
+// not given keep their defaults. Checks each key on its own (type, range, format); unknown keys
+// are errors. Cross-key checks are `validate()`'s, which the Daemon and the command line run.
+// Throws ConfigError naming the dotted key, or `source` for a TOML syntax error.
 DaemonConfig parse_config(std::string_view toml_text, std::string_view source = "config");
 // Reads and parses a file. Throws ConfigError (key "--config" when the file cannot be read).
 DaemonConfig load_config_file(const std::string& path);
+
+// Sets one key of [server], [runtime], [budget], [records] or [log] from text, as a command-line
+// flag gives it: `apply_setting(config, "runtime.workers", "4")`. Text that is a decimal
+// integer is read as a TOML integer, any other text as a TOML string; the checks are the
+// file's. Throws ConfigError naming `key`.
+void apply_setting(DaemonConfig& config, std::string_view key, std::string_view text);
 
 }  // namespace sandglass::daemon

@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -70,5 +71,8 @@ std::int64_t require_int(const boost::json::object& args, std::string_view key, 
 std::int64_t optional_int(const boost::json::object& args, std::string_view key,
                           std::int64_t fallback, std::int64_t min, std::int64_t max);
 std::string require_string(const boost::json::object& args, std::string_view key);
+// Throws ArgsError naming the first key of `args` that is not in `known`.
+void reject_unknown_keys(const boost::json::object& args,
+                         std::initializer_list<std::string_view> known);
 
 }  // namespace sandglass::daemon

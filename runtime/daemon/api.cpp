@@ -1,0 +1,168 @@
+#include "api.hpp"
+
+#include "http_status.hpp"
+#include "job_request.hpp"
+
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <charconv>
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace sandglass::daemon {
+namespace {
+
+constexpr std::string_view kJobsPath = "/v1/jobs";
+constexpr std::string_view kJobPathPrefix = "/v1/jobs/";
+
+std::string json_text(const boost::json::object& o) { return boost::json::serialize(o); }
+
+HttpResponse method_not_allowed(std::string_view allow) {
+  HttpResponse r = error_response(kStatusMethodNotAllowed, "method not allowed", "method");
+  r.headers.emplace_back("Allow", std::string{allow});
+  return r;
+}
+
+// "/v1/jobs/123" -> 123; nullopt for anything else under /v1/jobs/.
+std::optional<std::uint64_t> job_id_of(std::string_view path) {
+  const std::string_view digits = path.substr(kJobPathPrefix.size());
+  std::uint64_t id = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), id);
+  if (ec != std::errc{} || end != digits.data() + digits.size() || digits.empty()) {
+    return std::nullopt;
+  }
+  return id;
+}
+
+std::string known_kinds(const KindRegistry& kinds) {
+  std::string out;
+  for (const std::string& name : kinds.names()) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+}  // namespace
+
+HttpResponse error_response(unsigned status, std::string_view message, std::string_view field) {
+  boost::json::object body{{"error", message}};
+  if (!field.empty()) body["field"] = field;
+  return {.status = status, .body = json_text(body)};
+}
+
+HttpResponse outcome_response(const Outcome& outcome) {
+  const HttpStatus s = http_status_of(outcome);
+  HttpResponse r{.status = s.code, .body = record_json(outcome.id, outcome.kind, &outcome, {}, {})};
+  if (s.retry_after) r.headers.emplace_back("Retry-After", "1");
+  return r;
+}
+
+JobHandle Api::handle(const HttpRequest& request, Respond respond) {
+  const std::string_view path = split_target(request.target).path;
+  const std::string_view method = request.method;
+  if (path == kJobsPath) {
+    if (method != "POST") {
+      respond(method_not_allowed("POST"));
+      return {};
+    }
+    return submit(request, respond);
+  }
+  HttpResponse r;
+  if (path.starts_with(kJobPathPrefix)) {
+    const auto id = job_id_of(path);
+    if (!id) {
+      r = error_response(kStatusNotFound, "no such job", "id");
+    } else if (method == "GET") {
+      r = job_record(*id);
+    } else if (method == "DELETE") {
+      r = cancel_job(*id);
+    } else {
+      r = method_not_allowed("GET, DELETE");
+    }
+  } else if (path == "/metrics" || path == "/healthz" || path == "/readyz") {
+    if (method != "GET") {
+      r = method_not_allowed("GET");
+    } else if (path == "/metrics") {
+      r = metrics();
+    } else if (path == "/healthz") {
+      r = {.body = R"({"status":"ok"})"};
+    } else if (draining_.load(std::memory_order_relaxed)) {
+      r = {.status = kStatusServiceUnavailable, .body = R"({"status":"draining"})"};
+    } else {
+      r = {.body = R"({"status":"ready"})"};
+    }
+  } else {
+    r = error_response(kStatusNotFound, "no such path", "path");
+  }
+  respond(std::move(r));
+  return {};
+}
+
+JobHandle Api::submit(const HttpRequest& request, Respond& respond) {
+  auto parsed = parse_job_request(request, config_.limits.max_json_depth);
+  if (auto* e = std::get_if<RequestError>(&parsed)) {
+    respond(error_response(kStatusBadRequest, e->message, e->field));
+    return {};
+  }
+  JobRequest& req = std::get<JobRequest>(parsed);
+  const JobKind* kind = kinds_.find(req.kind);
+  if (kind == nullptr) {
+    respond(error_response(kStatusBadRequest,
+                           "unknown kind \"" + req.kind + "\"; known: " + known_kinds(kinds_), "kind"));
+    return {};
+  }
+  JobHandler handler;
+  try {
+    handler = kind->prepare(req.args);
+  } catch (const ArgsError& e) {
+    respond(error_response(kStatusBadRequest, e.what(), e.field()));
+    return {};
+  } catch (const std::exception& e) {
+    respond(error_response(kStatusBadRequest, e.what(), "args"));
+    return {};
+  }
+
+  JobSpec spec{.kind = req.kind, .priority = req.priority, .budget = req.budget,
+               .idempotency_key = std::move(req.idempotency_key)};
+  metrics_.job_submitted(spec.kind, spec.priority);
+  // Recorded before the answer goes out, so that a client that got it finds the record.
+  auto on_outcome = [this, priority = spec.priority,
+                     waiter = req.wait ? std::move(respond) : Respond{}](const Outcome& o) {
+    records_.finish(o);
+    metrics_.job_finished(o, priority);
+    if (waiter) waiter(outcome_response(o));
+  };
+  JobHandle job = runtime_.submit(std::move(spec), std::move(handler), std::move(on_outcome));
+  records_.add(job, req.kind);
+  if (req.wait) return job.done() ? JobHandle{} : job;
+
+  if (auto o = job.outcome()) {
+    respond(outcome_response(*o));  // rejected at admission: say so at once
+  } else {
+    const std::string id = std::to_string(job.id());
+    HttpResponse r{.status = kStatusAccepted,
+                   .body = json_text({{"id", job.id()}, {"state", "queued"}})};
+    r.headers.emplace_back("Location", std::string{kJobPathPrefix} + id);
+    respond(std::move(r));
+  }
+  return {};
+}
+
+HttpResponse Api::job_record(std::uint64_t id) {
+  auto json = records_.find_json(id);
+  if (!json) return error_response(kStatusNotFound, "no such job (unknown or forgotten)", "id");
+  return {.body = std::move(*json)};
+}
+
+HttpResponse Api::cancel_job(std::uint64_t id) {
+  records_.handle(id).cancel();  // an empty handle (unknown or ended) does nothing
+  return job_record(id);
+}
+
+HttpResponse Api::metrics() {
+  return {.content_type = "text/plain; version=0.0.4; charset=utf-8",
+          .body = metrics_.render(runtime_.stats(), runtime_.options().workers,
+                                  draining_.load(std::memory_order_relaxed))};
+}
+
+}  // namespace sandglass::daemon

@@ -1,0 +1,315 @@
+#include "http_server.hpp"
+
+#include "http_status.hpp"
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <optional>
+#include <thread>
+#include <vector>
+
+namespace sandglass::daemon {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+
+constexpr std::size_t kReadChunk = 4096;
+constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+
+std::string lower(std::string_view s) {
+  std::string out{s};
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+HttpRequest to_plain(http::request<http::string_body>&& req) {
+  HttpRequest out{.method = std::string{req.method_string()}, .target = std::string{req.target()}};
+  for (const auto& field : req) {
+    out.headers.emplace_back(lower(field.name_string()), std::string{field.value()});
+  }
+  out.body = std::move(req.body());
+  return out;
+}
+
+}  // namespace
+
+class HttpServer::Impl {
+ public:
+  Impl(const ServerLimits& limits, std::size_t io_threads, Api& api, DaemonMetrics& metrics)
+      : limits_{limits}, io_threads_{std::max<std::size_t>(1, io_threads)}, api_{api}, metrics_{metrics} {}
+
+  void start(const std::string& host, std::uint16_t port);
+  void stop_accepting();
+  void stop();
+
+  const ServerLimits limits_;
+  const std::size_t io_threads_;
+  Api& api_;
+  DaemonMetrics& metrics_;
+  std::atomic<std::size_t> connections_{0};
+  std::atomic<std::size_t> waiting_{0};
+  std::atomic<bool> stopping_{false};  // answers close their connection
+  std::atomic<std::uint16_t> port_{0};
+  // Declared after what sessions touch when they are destroyed with the io_context.
+  asio::io_context ioc_;
+  tcp::acceptor acceptor_{asio::make_strand(ioc_)};
+  std::vector<std::thread> threads_;
+
+ private:
+  void accept();
+};
+
+namespace {
+
+// One connection. Every member is touched only on the connection's strand.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket&& socket, HttpServer::Impl& server)
+      : stream_{std::move(socket)}, server_{server} {
+    server_.connections_.fetch_add(1, std::memory_order_relaxed);
+  }
+  ~Session() { server_.connections_.fetch_sub(1, std::memory_order_relaxed); }
+
+  void start() {
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_request(); });
+  }
+
+ private:
+  using Request = http::request<http::string_body>;
+  using Response = http::response<http::string_body>;
+
+  void read_request() {
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(server_.limits_.max_header_bytes));
+    parser_->body_limit(server_.limits_.max_body_bytes);
+    if (buffer_.size() > 0) {
+      read_header();
+      return;
+    }
+    // Idle: wait for the first bytes of the next request, at most idle_timeout.
+    stream_.expires_after(server_.limits_.idle_timeout);
+    stream_.async_read_some(buffer_.prepare(kReadChunk),
+                            [self = shared_from_this()](error_code ec, std::size_t n) {
+                              self->buffer_.commit(n);
+                              if (ec) return self->close();
+                              self->read_header();
+                            });
+  }
+
+  void read_header() {
+    // The whole request must arrive within read_timeout of its first byte.
+    stream_.expires_after(server_.limits_.read_timeout);
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [self = shared_from_this()](error_code ec, std::size_t) {
+                              self->on_header(ec);
+                            });
+  }
+
+  void on_header(error_code ec) {
+    if (ec) return on_read_error(ec);
+    const auto expect = parser_->get()[http::field::expect];
+    if (beast::iequals(expect, "100-continue")) {
+      asio::async_write(stream_, asio::buffer(kContinue.data(), kContinue.size()),
+                        [self = shared_from_this()](error_code wec, std::size_t) {
+                          if (wec) return self->close();
+                          self->read_body();
+                        });
+      return;
+    }
+    read_body();
+  }
+
+  void read_body() {
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](error_code ec, std::size_t) { self->on_request(ec); });
+  }
+
+  void on_read_error(error_code ec) {
+    if (ec == http::error::body_limit) {
+      return answer_and_close(error_response(kStatusPayloadTooLarge, "request body is larger than the limit", "body"));
+    }
+    if (ec == http::error::header_limit) {
+      return answer_and_close(error_response(kStatusHeadersTooLarge, "request header section is larger than the limit", "headers"));
+    }
+    // Anything but a parse error: the client went away, was silent or too slow, or the socket
+    // failed. There is no one to answer.
+    if (ec.category() != http::make_error_code(http::error::bad_target).category() ||
+        ec == http::error::end_of_stream || ec == http::error::partial_message) {
+      return close();
+    }
+    answer_and_close(error_response(kStatusBadRequest, "malformed HTTP request: " + ec.message(), "request"));
+  }
+
+  void on_request(error_code ec) {
+    if (ec) return on_read_error(ec);
+    Request req = parser_->release();
+    keep_alive_ = req.keep_alive();
+    answered_ = false;
+    server_.waiting_.fetch_add(1, std::memory_order_relaxed);
+    auto self = shared_from_this();
+    // May run on a worker thread, or right here: either way the answer is written on the strand.
+    auto respond = [self](HttpResponse r) {
+      asio::post(self->stream_.get_executor(),
+                 [self, r = std::move(r)]() mutable { self->write_answer(std::move(r)); });
+    };
+    job_ = server_.api_.handle(to_plain(std::move(req)), std::move(respond));
+    if (job_) watch_for_disconnect();
+  }
+
+  // While the job runs, a read tells us when the client goes away. Bytes that arrive (a
+  // pipelined request) are kept for the next read.
+  void watch_for_disconnect() {
+    if (buffer_.size() >= server_.limits_.max_header_bytes + server_.limits_.max_body_bytes) return;
+    watching_ = true;
+    stream_.expires_never();
+    stream_.socket().async_read_some(
+        buffer_.prepare(kReadChunk), [self = shared_from_this()](error_code ec, std::size_t n) {
+          self->watching_ = false;
+          self->buffer_.commit(n);
+          if (!ec && !self->answered_) return self->watch_for_disconnect();
+          if (ec && ec != asio::error::operation_aborted) {
+            self->peer_gone_ = true;
+            if (!self->answered_) self->job_.cancel();  // its outcome still comes; write fails
+          }
+          if (self->answered_ && self->write_done_) self->after_write();
+        });
+  }
+
+  void write_answer(HttpResponse r) {
+    answered_ = true;
+    write_done_ = false;
+    job_ = {};
+    if (watching_) stream_.socket().cancel();  // the watch ends; after_write waits for it
+    server_.metrics_.http_response(r.status);
+    response_.emplace(static_cast<http::status>(r.status), 11);
+    if (r.status == kStatusClientClosedRequest) response_->reason("Client Closed Request");
+    response_->set(http::field::content_type, r.content_type);
+    for (auto& [name, value] : r.headers) response_->set(name, value);
+    response_->keep_alive(keep_alive_ && !close_after_write_ &&
+                          !server_.stopping_.load(std::memory_order_relaxed));
+    response_->body() = std::move(r.body);
+    response_->prepare_payload();
+    stream_.expires_after(server_.limits_.write_timeout);
+    http::async_write(stream_, *response_, [self = shared_from_this()](error_code ec, std::size_t) {
+      self->server_.waiting_.fetch_sub(1, std::memory_order_relaxed);
+      self->write_done_ = true;
+      if (ec) self->peer_gone_ = true;
+      if (!self->watching_) self->after_write();
+    });
+  }
+
+  void after_write() {
+    if (peer_gone_ || !response_->keep_alive()) return close();
+    response_.reset();
+    read_request();
+  }
+
+  // For errors found while reading: one answer, then the connection closes.
+  void answer_and_close(HttpResponse r) {
+    server_.waiting_.fetch_add(1, std::memory_order_relaxed);
+    close_after_write_ = true;
+    write_answer(std::move(r));
+  }
+
+  void close() {
+    error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.socket().close(ignored);
+  }
+
+  beast::tcp_stream stream_;
+  HttpServer::Impl& server_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<Response> response_;
+  JobHandle job_;             // the job this connection waits for
+  bool keep_alive_ = false;
+  bool answered_ = true;
+  bool watching_ = false;
+  bool write_done_ = false;
+  bool peer_gone_ = false;
+  bool close_after_write_ = false;
+};
+
+}  // namespace
+
+void HttpServer::Impl::start(const std::string& host, std::uint16_t port) {
+  error_code ec;
+  const auto address = asio::ip::make_address(host, ec);
+  if (ec) throw boost::system::system_error{ec, "listen address \"" + host + "\""};
+  const tcp::endpoint endpoint{address, port};
+  acceptor_.open(endpoint.protocol());
+  acceptor_.set_option(asio::socket_base::reuse_address(true));
+  acceptor_.bind(endpoint, ec);
+  if (ec) throw boost::system::system_error{ec, "bind " + host + ":" + std::to_string(port)};
+  acceptor_.listen(asio::socket_base::max_listen_connections);
+  port_.store(acceptor_.local_endpoint().port(), std::memory_order_relaxed);
+  asio::post(acceptor_.get_executor(), [this] { accept(); });
+  for (std::size_t i = 0; i < io_threads_; ++i) threads_.emplace_back([this] { ioc_.run(); });
+}
+
+void HttpServer::Impl::accept() {
+  acceptor_.async_accept(asio::make_strand(ioc_), [this](error_code ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+    if (!ec) {
+      if (connections_.load(std::memory_order_relaxed) >= limits_.max_connections) {
+        spdlog::warn("connection limit {} reached: closing a new connection", limits_.max_connections);
+        socket.close(ec);
+      } else {
+        std::make_shared<Session>(std::move(socket), *this)->start();
+      }
+    } else {
+      spdlog::warn("accept failed: {}", ec.message());  // e.g. out of file descriptors
+    }
+    accept();
+  });
+}
+
+void HttpServer::Impl::stop_accepting() {
+  stopping_.store(true, std::memory_order_relaxed);
+  asio::post(acceptor_.get_executor(), [this] {
+    error_code ignored;
+    acceptor_.close(ignored);
+  });
+}
+
+void HttpServer::Impl::stop() {
+  stop_accepting();
+  ioc_.stop();  // connections close when the io_context destroys their handlers
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+}
+
+HttpServer::HttpServer(const ServerLimits& limits, std::size_t io_threads, Api& api,
+                       DaemonMetrics& metrics)
+    : impl_{std::make_unique<Impl>(limits, io_threads, api, metrics)} {}
+HttpServer::~HttpServer() { stop(); }
+void HttpServer::start(const std::string& host, std::uint16_t port) { impl_->start(host, port); }
+std::uint16_t HttpServer::port() const noexcept { return impl_->port_.load(std::memory_order_relaxed); }
+void HttpServer::stop_accepting() { impl_->stop_accepting(); }
+std::size_t HttpServer::waiting() const noexcept { return impl_->waiting_.load(std::memory_order_relaxed); }
+void HttpServer::stop() { impl_->stop(); }
+
+}  // namespace sandglass::daemon

@@ -1,0 +1,52 @@
+// http_server.hpp (private) — `HttpServer`, the daemon's HTTP/1.1 server (Boost.Beast, hidden in
+// http_server.cpp). It reads requests within the configured limits, hands each to the `Api`, and
+// writes the answer; while a request waits for its job, it watches the connection and cancels
+// the job (cause caller) when the client goes away.
+//
+// Limits: a body over max_body_bytes is answered 413, a header section over max_header_bytes
+// 431, a malformed request 400, each followed by closing the connection. A request must arrive
+// whole within read_timeout from its first byte, an answer must be taken within write_timeout,
+// and a keep-alive connection closes after idle_timeout without a request. Connections beyond
+// max_connections are closed as soon as they are accepted.
+//
+// Thread safety: `start`, `stop_accepting`, `stop` from one thread; `waiting`, `port` from any.
+#pragma once
+
+#include "api.hpp"
+#include "metrics.hpp"
+
+#include <sandglass/daemon/daemon_config.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace sandglass::daemon {
+
+class HttpServer {
+ public:
+  // `api` and `metrics` must outlive the server.
+  HttpServer(const ServerLimits& limits, std::size_t io_threads, Api& api, DaemonMetrics& metrics);
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+  ~HttpServer();  // stop()
+
+  // Binds, listens and starts the I/O threads. Throws std::system_error naming the address.
+  void start(const std::string& host, std::uint16_t port);
+  std::uint16_t port() const noexcept;
+
+  // Closes the listening socket; answers still to come are written with `Connection: close`.
+  void stop_accepting();
+  // Requests read whose answer has not been written yet.
+  std::size_t waiting() const noexcept;
+  // Closes every connection and joins the I/O threads. Blocks. Idempotent.
+  void stop();
+
+  class Impl;  // public only so that connections (in the .cpp) can name it
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sandglass::daemon

@@ -1,0 +1,129 @@
+#include "job_request.hpp"
+
+#include <sandglass/wire_budget.hpp>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/parse_options.hpp>
+#include <boost/json/value.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <string_view>
+
+namespace sandglass::daemon {
+namespace {
+
+using Result = std::variant<JobRequest, RequestError>;
+
+std::optional<Duration> smaller(std::optional<Duration> a, Duration b) {
+  return a ? std::min(*a, b) : b;
+}
+
+// timeout_ms: a non-negative integer; huge values saturate.
+std::optional<RequestError> read_timeout_ms(const boost::json::value& v, JobRequest& out) {
+  const char* const kMessage = "must be a non-negative integer (milliseconds)";
+  std::chrono::milliseconds ms{};
+  if (v.is_int64() && v.get_int64() >= 0) {
+    ms = std::chrono::milliseconds{v.get_int64()};
+  } else if (v.is_uint64()) {
+    ms = std::chrono::milliseconds::max();
+  } else {
+    return RequestError{"timeout_ms", kMessage};
+  }
+  // Saturate instead of overflowing the nanosecond Duration.
+  constexpr auto kMaxMs = std::chrono::duration_cast<std::chrono::milliseconds>(Duration::max());
+  out.budget = smaller(out.budget, ms >= kMaxMs ? Duration::max() : Duration{ms});
+  return std::nullopt;
+}
+
+std::optional<RequestError> read_body_field(std::string_view key, const boost::json::value& v,
+                                            JobRequest& out) {
+  if (key == "kind") {
+    if (!v.is_string() || v.get_string().empty()) return RequestError{"kind", "must be a non-empty string"};
+    out.kind = v.get_string();
+  } else if (key == "args") {
+    if (!v.is_object()) return RequestError{"args", "must be an object"};
+    out.args = v.get_object();
+  } else if (key == "priority") {
+    const auto p = v.is_string() ? priority_from_string(v.get_string()) : std::nullopt;
+    if (!p) return RequestError{"priority", "must be one of critical, high, normal, sheddable"};
+    out.priority = *p;
+  } else if (key == "timeout_ms") {
+    return read_timeout_ms(v, out);
+  } else if (key == "idempotency_key") {
+    if (!v.is_string() || v.get_string().empty() || v.get_string().size() > kMaxIdempotencyKeyBytes) {
+      return RequestError{"idempotency_key", "must be a string of 1 to 256 bytes"};
+    }
+    out.idempotency_key = v.get_string();
+  } else {
+    return RequestError{std::string{key}, "is not a known field"};
+  }
+  return std::nullopt;
+}
+
+std::optional<RequestError> read_wire_budgets(const HttpRequest& request, JobRequest& out) {
+  for (const auto& [name, value] : request.headers) {
+    WireBudget b;
+    if (name == kRequestTimeoutHeader) {
+      b = parse_request_timeout_ms(value);
+    } else if (name == kGrpcTimeoutHeader) {
+      b = parse_grpc_timeout(value);
+    } else {
+      continue;
+    }
+    if (!b) return RequestError{name, b.error};
+    out.budget = smaller(out.budget, *b.budget);
+  }
+  return std::nullopt;
+}
+
+std::optional<RequestError> read_query(std::string_view query, JobRequest& out) {
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+    if (pair.empty()) continue;
+    const auto eq = pair.find('=');
+    const std::string_view key = pair.substr(0, eq);
+    const std::string_view value = eq == std::string_view::npos ? "" : pair.substr(eq + 1);
+    if (key != "wait") return RequestError{std::string{key}, "is not a known query parameter"};
+    if (value == "true" || value == "1") {
+      out.wait = true;
+    } else if (value == "false" || value == "0") {
+      out.wait = false;
+    } else {
+      return RequestError{"wait", "must be true or false"};
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Target split_target(std::string_view target) noexcept {
+  const auto q = target.find('?');
+  if (q == std::string_view::npos) return {target, {}};
+  return {target.substr(0, q), target.substr(q + 1)};
+}
+
+std::variant<JobRequest, RequestError> parse_job_request(const HttpRequest& request,
+                                                         std::size_t max_json_depth) {
+  JobRequest out;
+  if (auto e = read_query(split_target(request.target).query, out)) return *e;
+  if (auto e = read_wire_budgets(request, out)) return *e;
+
+  boost::json::parse_options options;
+  options.max_depth = max_json_depth;
+  boost::system::error_code ec;
+  const boost::json::value body = boost::json::parse(request.body, ec, {}, options);
+  if (ec) return RequestError{"body", "is not valid JSON: " + ec.message()};
+  if (!body.is_object()) return RequestError{"body", "must be a JSON object"};
+  for (const auto& [key, value] : body.get_object()) {
+    if (auto e = read_body_field(key, value, out)) return *e;
+  }
+  if (out.kind.empty()) return RequestError{"kind", "is required"};
+  return out;
+}
+
+}  // namespace sandglass::daemon
