@@ -1,6 +1,7 @@
 # Two commands for a fresh Debian 12 machine:
 #   make test   installs what is missing, builds, runs the whole test suite
-#   make run    installs what is missing, builds, runs the embedded-runtime demo
+#   make run    installs what is missing, builds, starts sandglassd on 127.0.0.1:8080 with
+#               its default config (runtime/daemon/sandglassd.toml)
 # Both are idempotent. The build lives in $(BUILD) (CMake + Ninja).
 
 BUILD ?= build
@@ -33,7 +34,7 @@ test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j2
 
 run: build
-	./$(BUILD)/runtime/sandglass-demo
+	./$(BUILD)/runtime/daemon/sandglassd --config runtime/daemon/sandglassd.toml
 
 clean:
 	rm -rf $(BUILD)

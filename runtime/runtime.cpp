@@ -38,6 +38,7 @@ JobHandle Runtime::submit(JobSpec spec, Handler handler, OutcomeCallback on_outc
 }
 
 void Runtime::shutdown_until(Deadline drain_deadline) { core_->shutdown_until(drain_deadline); }
+void Runtime::stop_admitting() { core_->stop_admitting(); }
 
 RuntimeStats Runtime::stats() const { return core_->stats(); }
 

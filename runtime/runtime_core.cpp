@@ -266,6 +266,12 @@ void RuntimeCore::timer_loop() {
   }
 }
 
+void RuntimeCore::stop_admitting() {
+  Lock lock{mu_};
+  closing_ = true;
+  queue_.close();
+}
+
 void RuntimeCore::shutdown_until(Deadline drain_deadline) {
   std::lock_guard shutdown_lock{shutdown_mu_};
   if (shut_down_) return;

@@ -52,6 +52,7 @@ class RuntimeCore final : public JobSource {
   // cancelled it.
   bool cancel(Job& job, CancelCause cause);
   void shutdown_until(Deadline drain_deadline);
+  void stop_admitting();
   RuntimeStats stats() const;
   const RuntimeOptions& options() const noexcept { return options_; }
 

@@ -157,6 +157,9 @@ class Runtime {
   // concurrent callers all block until the first has finished.
   void shutdown_until(Deadline drain_deadline);
   void shutdown(Duration drain_timeout) { shutdown_until(Deadline::after(drain_timeout)); }
+  // The first step of a shutdown alone: from its return on, submissions are rejected with
+  // `shutting_down`; queued and running jobs go on. Does not block on jobs. Idempotent.
+  void stop_admitting();
 
   RuntimeStats stats() const;
   const RuntimeOptions& options() const noexcept;

@@ -52,6 +52,7 @@ class Daemon::Impl {
     std::lock_guard lock{mu_};
     if (stop_requested_) return;
     stop_requested_ = true;
+    runtime_.stop_admitting();  // before /readyz turns 503: whoever sees that is refused
     draining_.store(true, std::memory_order_relaxed);
     drainer_ = std::thread{[this] { drain(); }};
     stop_cv_.notify_all();

@@ -102,6 +102,13 @@ std::optional<RequestError> read_query(std::string_view query, JobRequest& out) 
 }  // namespace
 
 Target split_target(std::string_view target) noexcept {
+  // The absolute form ("http://host:port/v1/jobs"), which proxies send, names the same path.
+  for (std::string_view scheme : {"http://", "https://"}) {
+    if (target.starts_with(scheme)) {
+      const auto slash = target.find('/', scheme.size());
+      target = slash == std::string_view::npos ? "/" : target.substr(slash);
+    }
+  }
   const auto q = target.find('?');
   if (q == std::string_view::npos) return {target, {}};
   return {target.substr(0, q), target.substr(q + 1)};

@@ -45,7 +45,8 @@ inline constexpr std::size_t kMaxIdempotencyKeyBytes = 256;
 std::variant<JobRequest, RequestError> parse_job_request(const HttpRequest& request,
                                                          std::size_t max_json_depth);
 
-// Splits "/v1/jobs?wait=false" at '?'. The query is empty when there is none.
+// Splits "/v1/jobs?wait=false" at '?'. The query is empty when there is none. An absolute
+// target ("http://127.0.0.1:8080/v1/jobs") is first reduced to its path and query.
 struct Target {
   std::string_view path;
   std::string_view query;

@@ -93,6 +93,24 @@ TEST_SUITE("Runtime") {
     CHECK_FALSE(sandglass::JobHandle{}.started());
   }
 
+  TEST_CASE("stop_admitting rejects new jobs with shutting_down while queued and running ones go on" *
+            doctest::timeout(10)) {
+    Runtime rt{{.workers = 1, .capacity = 8}};
+    Gate gate;
+    auto running = rt.submit({.kind = "block"}, gate.handler());
+    gate.started.wait();
+    auto queued = rt.submit({.kind = "q"}, [](JobContext&) {});
+    rt.stop_admitting();
+    rt.stop_admitting();
+    const Outcome refused = rt.submit({.kind = "late"}, [](JobContext&) {}).wait();
+    CHECK(refused.state == State::rejected);
+    CHECK(refused.reason == Reason::shutting_down);
+    gate.release.count_down();
+    CHECK(running.wait().reason == Reason::ok);
+    CHECK(queued.wait().reason == Reason::ok);
+    rt.shutdown(1s);
+  }
+
   TEST_CASE("outcome timings add up from the budget through queue wait and run time to the remaining time" *
             doctest::timeout(10)) {
     Runtime rt{{.workers = 1, .capacity = 8}};

@@ -4,8 +4,9 @@
 //   sandglass::daemon::DaemonConfig config = sandglass::daemon::load_config_file("sandglassd.toml");
 //   config.listen_port = 0;   // pick a free port
 //
-// Time rules: durations are positive `std::chrono` values; in the file they are integers with
-// their unit in the key (`drain_timeout_ms`).
+// Time rules: durations are `std::chrono` values, never negative; those that make no sense at zero
+// (I/O timeouts, records.keep) are positive. In the file they are integers with their unit in
+// the key (`drain_timeout_ms`).
 //
 // Thread safety: a value type.
 #pragma once
@@ -66,7 +67,7 @@ struct CommandConfig {
 };
 
 struct DaemonConfig {
-  std::string listen_host = "127.0.0.1";
+  std::string listen_host = "127.0.0.1";     // an IP address; IPv6 without brackets
   std::uint16_t listen_port = 8080;           // 0 picks a free port
   std::size_t io_threads = 1;                 // threads serving HTTP
   RuntimeOptions runtime{};                   // workers, capacity, budgets, kind limits
