@@ -155,7 +155,7 @@ HttpResponse Api::job_record(std::uint64_t id) {
 }
 
 HttpResponse Api::cancel_job(std::uint64_t id) {
-  records_.handle(id).cancel();  // an empty handle (unknown or ended) does nothing
+  records_.cancel(id);
   return job_record(id);
 }
 

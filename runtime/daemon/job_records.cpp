@@ -32,7 +32,7 @@ boost::json::object timings_json(Duration budget, Duration queue, Duration run, 
 }  // namespace
 
 std::string record_json(JobId id, const std::string& kind, const Outcome* outcome,
-                        const JobProgress& progress, TimePoint now) {
+                        const JobProgress& progress, TimePoint now, CancelCause requested) {
   boost::json::object r;
   r["id"] = id;
   r["kind"] = kind;
@@ -41,6 +41,7 @@ std::string record_json(JobId id, const std::string& kind, const Outcome* outcom
     const TimePoint start = running ? *progress.started_at : now;
     r["state"] = running ? "running" : "queued";
     r["reason"] = nullptr;
+    if (requested != CancelCause::none) r["cause"] = to_string(requested);
     r["timings"] = timings_json(progress.budget, start - progress.enqueued_at, now - start,
                                 progress.deadline.slack(now));
     return boost::json::serialize(r);
@@ -109,13 +110,19 @@ std::optional<std::string> JobRecords::find_json(JobId id) {
   if (e.outcome) return record_json(id, e.kind, &*e.outcome, {}, now);
   // The outcome may be published but not yet recorded here; the handle has it then.
   if (auto o = e.handle.outcome()) return record_json(id, e.kind, &*o, {}, now);
-  return record_json(id, e.kind, nullptr, e.handle.progress(), now);
+  return record_json(id, e.kind, nullptr, e.handle.progress(), now, e.cancel_requested);
 }
 
-JobHandle JobRecords::handle(JobId id) {
-  std::lock_guard lock{mu_};
-  const auto it = entries_.find(id);
-  return it == entries_.end() ? JobHandle{} : it->second.handle;
+void JobRecords::cancel(JobId id) {
+  JobHandle handle;
+  {
+    std::lock_guard lock{mu_};
+    const auto it = entries_.find(id);
+    if (it == entries_.end() || !it->second.handle) return;
+    it->second.cancel_requested = CancelCause::caller;
+    handle = it->second.handle;
+  }
+  handle.cancel();  // outside the lock: a queued job's outcome is recorded on this thread
 }
 
 std::size_t JobRecords::size() const {

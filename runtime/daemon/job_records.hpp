@@ -5,7 +5,8 @@
 //    "result"?: <JSON>, "error"?: "...",
 //    "timings": {"budget_ms": 1000, "queue_ms": 0, "run_ms": 50, "remaining_ms": 949}}
 //
-// A live job has state "queued" or "running" and reason null. Terminal records are kept for
+// A live job has state "queued" or "running" and reason null (and "cause": "caller" once a
+// DELETE asked to cancel it). Terminal records are kept for
 // `RecordRetention::keep`, and at most `max_count` of them and `max_bytes` of their results and
 // errors; the oldest are forgotten first. Timings are whole milliseconds, rounded toward zero;
 // remaining_ms is negative when the job ended after its deadline.
@@ -28,7 +29,8 @@ namespace sandglass::daemon {
 
 // The record's JSON. `outcome` empty: a live job described by `progress` at `now`.
 std::string record_json(JobId id, const std::string& kind, const Outcome* outcome,
-                        const JobProgress& progress, TimePoint now);
+                        const JobProgress& progress, TimePoint now,
+                        CancelCause requested = CancelCause::none);
 
 class JobRecords {
  public:
@@ -41,8 +43,9 @@ class JobRecords {
 
   // The record's JSON, or nullopt when the id is unknown or forgotten.
   std::optional<std::string> find_json(JobId id);
-  // The live job's handle; empty when unknown, forgotten or terminal.
-  JobHandle handle(JobId id);
+  // Cancels a live job with cause caller (a no-op for a terminal or unknown one). Until its
+  // outcome arrives, its record says "cause": "caller".
+  void cancel(JobId id);
 
   std::size_t size() const;
 
@@ -51,6 +54,7 @@ class JobRecords {
     JobHandle handle;
     std::string kind;
     std::optional<Outcome> outcome;
+    CancelCause cancel_requested = CancelCause::none;
   };
   struct Finished {
     TimePoint at;

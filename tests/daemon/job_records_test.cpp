@@ -5,6 +5,7 @@
 #include <boost/json/parse.hpp>
 
 #include <chrono>
+#include <latch>
 
 using namespace std::chrono_literals;
 using sandglass::Outcome;
@@ -73,9 +74,40 @@ TEST_SUITE("job records") {
     CHECK(r.at("result").as_object().contains("first"));
   }
 
-  TEST_CASE("an unknown id has no record and no handle") {
+  TEST_CASE("an unknown id has no record and cancelling it does nothing") {
     JobRecords records{{}};
+    records.cancel(99);
     CHECK_FALSE(records.find_json(99).has_value());
-    CHECK_FALSE(records.handle(99));
+    CHECK(records.size() == 0);
+  }
+
+  TEST_CASE("a live job cancelled by DELETE says cause caller until its outcome arrives" *
+            doctest::timeout(10)) {
+    sandglass::Runtime rt{{.workers = 1}};
+    JobRecords records{{}};
+    std::latch started{1};
+    std::latch release{1};
+    auto job = rt.submit({.kind = "wait"},
+                         [&](sandglass::JobContext& ctx) {
+                           started.count_down();
+                           release.wait();  // not at a checkpoint: the cancellation waits
+                           ctx.checkpoint();
+                         },
+                         [&records](const Outcome& o) { records.finish(o); });
+    records.add(job, "wait");
+    started.wait();
+    auto live = boost::json::parse(*records.find_json(job.id())).as_object();
+    CHECK(live.at("state").as_string() == "running");
+    CHECK(live.at("reason").is_null());
+    CHECK(live.if_contains("cause") == nullptr);
+    records.cancel(job.id());
+    live = boost::json::parse(*records.find_json(job.id())).as_object();
+    CHECK(live.at("state").as_string() == "running");
+    CHECK(live.at("cause").as_string() == "caller");
+    release.count_down();
+    job.wait();
+    const auto r = boost::json::parse(*records.find_json(job.id())).as_object();
+    CHECK(r.at("state").as_string() == "cancelled");
+    CHECK(r.at("cause").as_string() == "caller");
   }
 }
