@@ -24,6 +24,8 @@ constexpr std::array<std::string_view, kReasonCount> kReasonNames = {
     "cancelled_in_queue",
     "cancelled_while_running",
     "deadline_exceeded_before_dispatch",
+    "retry_skipped_budget",
+    "breaker_open",
 };
 
 constexpr std::array<std::string_view, 5> kCauseNames = {"none", "caller", "deadline", "upstream",

@@ -28,10 +28,12 @@ enum class Reason : std::uint8_t {
   cancelled_in_queue,      // cancelled: before it started (see the outcome's cause)
   cancelled_while_running, // cancelled: at a checkpoint (see the outcome's cause)
   deadline_exceeded_before_dispatch,  // a child budget fell below the minimum useful duration
+  retry_skipped_budget,    // a retry was due, but the rest of the budget could not cover the
+                           // backoff, a realistic attempt and the reserve (or a Retry-After)
+  breaker_open,            // the dependency's circuit breaker refused the call without trying
 };
 
-inline constexpr std::size_t kReasonCount =
-    static_cast<std::size_t>(Reason::deadline_exceeded_before_dispatch) + 1;
+inline constexpr std::size_t kReasonCount = static_cast<std::size_t>(Reason::breaker_open) + 1;
 
 // The snake_case name, as used on the wire and in metrics.
 std::string_view to_string(Reason reason) noexcept;

@@ -26,9 +26,10 @@ constexpr std::array<HttpStatus, kReasonCount> kByReason{
     kCallerGone,  // cancelled_in_queue (see the cause)
     kCallerGone,  // cancelled_while_running (see the cause)
     kOutOfTime,   // deadline_exceeded_before_dispatch
+    kOutOfTime,   // retry_skipped_budget
+    kTryLater,    // breaker_open
 };
-static_assert(static_cast<std::size_t>(Reason::deadline_exceeded_before_dispatch) + 1 ==
-              kByReason.size());
+static_assert(static_cast<std::size_t>(Reason::breaker_open) + 1 == kByReason.size());
 
 // Indexed by CancelCause, for cancelled outcomes.
 constexpr std::array<HttpStatus, 5> kByCause{

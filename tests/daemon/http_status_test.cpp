@@ -37,6 +37,8 @@ TEST_SUITE("http status table") {
         {outcome(State::expired, Reason::expired_in_queue), 504, false},
         {outcome(State::expired, Reason::too_late_to_start), 504, false},
         {outcome(State::failed, Reason::deadline_exceeded_before_dispatch), 504, false},
+        {outcome(State::failed, Reason::retry_skipped_budget), 504, false},
+        {outcome(State::failed, Reason::breaker_open), 503, true},
         {outcome(State::cancelled, Reason::cancelled_while_running, CancelCause::deadline), 504, false},
         {outcome(State::cancelled, Reason::cancelled_while_running, CancelCause::upstream), 504, false},
         {outcome(State::cancelled, Reason::cancelled_while_running, CancelCause::caller), 499, false},
