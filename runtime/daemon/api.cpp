@@ -36,6 +36,12 @@ std::optional<std::uint64_t> job_id_of(std::string_view path) {
   return id;
 }
 
+// What makes two requests with one idempotency key the same request (the budget may differ:
+// a retry has less time left).
+std::string fingerprint(const JobRequest& req) {
+  return json_text({{"kind", req.kind}, {"args", req.args}, {"priority", to_string(req.priority)}});
+}
+
 std::string known_kinds(const KindRegistry& kinds) {
   std::string out;
   for (const std::string& name : kinds.names()) out += (out.empty() ? "" : ", ") + name;
@@ -57,7 +63,7 @@ HttpResponse outcome_response(const Outcome& outcome) {
   return r;
 }
 
-JobHandle Api::handle(const HttpRequest& request, Respond respond) {
+Api::ClientGone Api::handle(const HttpRequest& request, Respond respond) {
   const std::string_view path = split_target(request.target).path;
   const std::string_view method = request.method;
   if (path == kJobsPath) {
@@ -98,7 +104,7 @@ JobHandle Api::handle(const HttpRequest& request, Respond respond) {
   return {};
 }
 
-JobHandle Api::submit(const HttpRequest& request, Respond& respond) {
+Api::ClientGone Api::submit(const HttpRequest& request, Respond& respond) {
   auto parsed = parse_job_request(request, config_.limits.max_json_depth);
   if (auto* e = std::get_if<RequestError>(&parsed)) {
     respond(error_response(kStatusBadRequest, e->message, e->field));
@@ -122,29 +128,50 @@ JobHandle Api::submit(const HttpRequest& request, Respond& respond) {
     return {};
   }
 
-  JobSpec spec{.kind = req.kind, .priority = req.priority, .budget = req.budget,
-               .idempotency_key = std::move(req.idempotency_key)};
-  metrics_.job_submitted(spec.kind, spec.priority);
-  // Recorded before the answer goes out, so that a client that got it finds the record.
-  auto on_outcome = [this, priority = spec.priority,
-                     waiter = req.wait ? std::move(respond) : Respond{}](const Outcome& o) {
-    records_.finish(o);
-    metrics_.job_finished(o, priority);
-    if (waiter) waiter(outcome_response(o));
+  auto submit_job = [&]() -> JobId {
+    JobSpec spec{.kind = req.kind, .priority = req.priority, .budget = req.budget,
+                 .idempotency_key = req.idempotency_key};
+    metrics_.job_submitted(spec.kind, spec.priority);
+    auto on_outcome = [this, priority = spec.priority](const Outcome& o) {
+      metrics_.job_finished(o, priority);
+      records_.finish(o);  // answers the waiting clients
+    };
+    const JobHandle job = runtime_.submit(std::move(spec), std::move(handler), std::move(on_outcome));
+    records_.add(job, req.kind);
+    return job.id();
   };
-  JobHandle job = runtime_.submit(std::move(spec), std::move(handler), std::move(on_outcome));
-  records_.add(job, req.kind);
-  if (req.wait) return job.done() ? JobHandle{} : job;
-
-  if (auto o = job.outcome()) {
-    respond(outcome_response(*o));  // rejected at admission: say so at once
+  JobId id = 0;
+  if (req.idempotency_key.empty()) {
+    id = submit_job();
   } else {
-    const std::string id = std::to_string(job.id());
-    HttpResponse r{.status = kStatusAccepted,
-                   .body = json_text({{"id", job.id()}, {"state", "queued"}})};
-    r.headers.emplace_back("Location", std::string{kJobPathPrefix} + id);
-    respond(std::move(r));
+    const auto keyed = records_.submit_keyed(req.idempotency_key, fingerprint(req), submit_job);
+    if (keyed.conflict) {
+      respond(error_response(kStatusConflict,
+                             "idempotency_key names job " + std::to_string(keyed.id) +
+                                 ", submitted with a different kind, args or priority",
+                             "idempotency_key"));
+      return {};
+    }
+    id = keyed.id;
   }
+
+  if (req.wait) {
+    const Respond unanswered = respond;
+    if (!records_.wait(id, [respond = std::move(respond)](const Outcome& o) { respond(outcome_response(o)); })) {
+      // Only when records are kept for so short a time that this one went before it was read.
+      unanswered(error_response(500, "the job's record was forgotten before its answer; raise records.keep_ms or records.max_count", "id"));
+      return {};
+    }
+    return [this, id] { records_.leave(id); };
+  }
+  if (auto o = records_.outcome(id)) {
+    // Over already (rejected at admission, or an earlier job with this key): say so at once.
+    respond(outcome_response(*o));
+    return {};
+  }
+  HttpResponse r{.status = kStatusAccepted, .body = json_text({{"id", id}, {"state", "queued"}})};
+  r.headers.emplace_back("Location", std::string{kJobPathPrefix} + std::to_string(id));
+  respond(std::move(r));
   return {};
 }
 

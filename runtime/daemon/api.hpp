@@ -30,13 +30,17 @@ class Api {
       : config_{config}, kinds_{kinds}, runtime_{runtime}, records_{records}, metrics_{metrics},
         draining_{draining} {}
 
+  // What the server calls when the client goes away before its answer.
+  using ClientGone = std::function<void()>;
+
   // Answers `request` by calling `respond` exactly once: before returning, or later from a
-  // worker thread when the request waits for a job's outcome. Returns that job, to be cancelled
-  // (cause caller) if the client goes away before the answer; empty when there is none.
-  JobHandle handle(const HttpRequest& request, Respond respond);
+  // worker thread when the request waits for a job's outcome. In that case it returns what to
+  // call if the client goes away first (its job is cancelled, cause caller, once no other
+  // client waits for it); else an empty function.
+  ClientGone handle(const HttpRequest& request, Respond respond);
 
  private:
-  JobHandle submit(const HttpRequest& request, Respond& respond);
+  ClientGone submit(const HttpRequest& request, Respond& respond);
   HttpResponse job_record(std::uint64_t id);
   HttpResponse cancel_job(std::uint64_t id);
   HttpResponse metrics();

@@ -30,6 +30,7 @@ inline constexpr unsigned kStatusBadRequest = 400;
 inline constexpr unsigned kStatusNotFound = 404;
 inline constexpr unsigned kStatusMethodNotAllowed = 405;
 inline constexpr unsigned kStatusRequestTimeout = 408;
+inline constexpr unsigned kStatusConflict = 409;
 inline constexpr unsigned kStatusPayloadTooLarge = 413;
 inline constexpr unsigned kStatusHeadersTooLarge = 431;
 inline constexpr unsigned kStatusClientClosedRequest = 499;

@@ -63,6 +63,7 @@ void JobRecords::add(const JobHandle& handle, const std::string& kind) {
   if (auto o = handle.outcome()) {
     // Over already (a rejection is published inside submit): record it now, so that the
     // record exists when the id is answered. finish() may have been first; it is idempotent.
+    // Nobody can wait for it yet, so there are no waiters to call.
     record_outcome(*o, now);
     return;
   }
@@ -71,20 +72,27 @@ void JobRecords::add(const JobHandle& handle, const std::string& kind) {
 
 void JobRecords::finish(const Outcome& outcome) {
   const TimePoint now = Clock::now();
-  std::lock_guard lock{mu_};
-  record_outcome(outcome, now);
+  std::vector<Waiter> waiters;
+  {
+    std::lock_guard lock{mu_};
+    waiters = record_outcome(outcome, now);
+  }
+  for (Waiter& w : waiters) w(outcome);
 }
 
-void JobRecords::record_outcome(const Outcome& outcome, TimePoint now) {
+std::vector<JobRecords::Waiter> JobRecords::record_outcome(const Outcome& outcome, TimePoint now) {
   Entry& e = entries_[outcome.id];
-  if (e.outcome) return;
+  if (e.outcome) return {};
   const std::size_t bytes = outcome.result.size() + outcome.error.size();
   e.kind = outcome.kind;
   e.outcome = outcome;
   e.handle = {};  // the job is over; its record no longer needs it
+  e.interest = 0;
+  std::vector<Waiter> waiters = std::move(e.waiters);
   finished_.push_back({now, outcome.id, bytes});
   finished_bytes_ += bytes;
   forget_old(now);
+  return waiters;
 }
 
 void JobRecords::forget_old(TimePoint now) {
@@ -94,10 +102,71 @@ void JobRecords::forget_old(TimePoint now) {
     const bool too_many = finished_.size() > retention_.max_count;
     const bool too_big = finished_bytes_ > retention_.max_bytes;
     if (!too_old && !too_many && !too_big) break;
-    entries_.erase(f.id);
+    const auto it = entries_.find(f.id);
+    if (it != entries_.end()) {
+      const auto key = keys_.find(it->second.key);
+      if (key != keys_.end() && key->second.id == f.id) keys_.erase(key);
+      entries_.erase(it);
+    }
     finished_bytes_ -= f.bytes;
     finished_.pop_front();
   }
+}
+
+bool JobRecords::wait(JobId id, Waiter waiter) {
+  std::unique_lock lock{mu_};
+  const auto it = entries_.find(id);
+  if (it == entries_.end()) return false;
+  Entry& e = it->second;
+  if (e.outcome) {
+    const Outcome o = *e.outcome;
+    lock.unlock();
+    waiter(o);
+    return true;
+  }
+  e.waiters.push_back(std::move(waiter));
+  ++e.interest;
+  return true;
+}
+
+void JobRecords::leave(JobId id) {
+  JobHandle to_cancel;
+  {
+    std::lock_guard lock{mu_};
+    const auto it = entries_.find(id);
+    if (it == entries_.end() || it->second.outcome || it->second.interest == 0) return;
+    if (--it->second.interest == 0) cancel_locked(it->second, to_cancel);
+  }
+  to_cancel.cancel();  // outside the lock: a queued job's outcome is recorded on this thread
+}
+
+void JobRecords::cancel_locked(Entry& entry, JobHandle& to_cancel) {
+  if (!entry.handle) return;
+  entry.cancel_requested = CancelCause::caller;
+  to_cancel = entry.handle;
+}
+
+JobRecords::KeyedSubmit JobRecords::submit_keyed(const std::string& key, const std::string& fingerprint,
+                                                 const std::function<JobId()>& submit) {
+  std::lock_guard serial{keyed_submit_mu_};
+  {
+    std::lock_guard lock{mu_};
+    const auto k = keys_.find(key);
+    if (k != keys_.end()) {
+      if (k->second.fingerprint != fingerprint) return {.id = k->second.id, .conflict = true};
+      const auto e = entries_.find(k->second.id);
+      const bool reusable = e != entries_.end() &&
+                            (!e->second.outcome || e->second.outcome->state == State::completed ||
+                             e->second.outcome->state == State::failed);
+      if (reusable) return {.id = k->second.id, .attached = true};
+    }
+  }
+  const JobId id = submit();  // may record the outcome at once: takes mu_ itself
+  std::lock_guard lock{mu_};
+  keys_[key] = {id, fingerprint};
+  const auto e = entries_.find(id);
+  if (e != entries_.end()) e->second.key = key;
+  return {.id = id};
 }
 
 std::optional<std::string> JobRecords::find_json(JobId id) {
@@ -114,15 +183,21 @@ std::optional<std::string> JobRecords::find_json(JobId id) {
 }
 
 void JobRecords::cancel(JobId id) {
-  JobHandle handle;
+  JobHandle to_cancel;
   {
     std::lock_guard lock{mu_};
     const auto it = entries_.find(id);
-    if (it == entries_.end() || !it->second.handle) return;
-    it->second.cancel_requested = CancelCause::caller;
-    handle = it->second.handle;
+    if (it == entries_.end()) return;
+    cancel_locked(it->second, to_cancel);
   }
-  handle.cancel();  // outside the lock: a queued job's outcome is recorded on this thread
+  to_cancel.cancel();  // outside the lock: a queued job's outcome is recorded on this thread
+}
+
+std::optional<Outcome> JobRecords::outcome(JobId id) const {
+  std::lock_guard lock{mu_};
+  const auto it = entries_.find(id);
+  if (it == entries_.end()) return std::nullopt;
+  return it->second.outcome;
 }
 
 std::size_t JobRecords::size() const {

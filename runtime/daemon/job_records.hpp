@@ -20,13 +20,21 @@
 
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace sandglass::daemon {
 
+// Idempotency keys: a keyed submission whose key names a live job, or one that completed or
+// failed, attaches to it (same id, same outcome) instead of running again; the same key with a
+// different request is a conflict. A key whose job was rejected, expired or cancelled is bound
+// anew (that job did nothing worth keeping; a cancelled job that passed its commit point
+// completed). Keys are forgotten with their job's record.
+//
 // The record's JSON. `outcome` empty: a live job described by `progress` at `now`.
 std::string record_json(JobId id, const std::string& kind, const Outcome* outcome,
                         const JobProgress& progress, TimePoint now,
@@ -36,11 +44,34 @@ class JobRecords {
  public:
   explicit JobRecords(RecordRetention retention) : retention_{retention} {}
 
+  using Waiter = std::function<void(const Outcome&)>;
+
   // Remembers a submitted job (with its outcome, if it has one already).
   void add(const JobHandle& handle, const std::string& kind);
-  // Stores a job's terminal outcome; its retention starts now. Idempotent.
+  // Stores a job's terminal outcome, its retention starts now, and calls the job's waiters
+  // (outside the lock). Idempotent.
   void finish(const Outcome& outcome);
 
+  // Calls `waiter` exactly once with the job's outcome: at once if it has one, else from
+  // finish(). A waiter that is still waiting holds an interest in a live job (see leave).
+  // False when the id is unknown.
+  bool wait(JobId id, Waiter waiter);
+  // A waiting client went away. When no waiter of a live job is left, the job is cancelled
+  // with cause caller.
+  void leave(JobId id);
+
+  struct KeyedSubmit {
+    JobId id = 0;
+    bool attached = false;  // an earlier job with this key answers the request
+    bool conflict = false;  // the key names a job of a different request
+  };
+  // Runs `submit` (which submits the job and calls add) unless the key names a job to attach
+  // to. Keyed submissions are serialised, so one key never starts two jobs at once.
+  KeyedSubmit submit_keyed(const std::string& key, const std::string& fingerprint,
+                           const std::function<JobId()>& submit);
+
+  // The job's outcome, if it has one and is remembered.
+  std::optional<Outcome> outcome(JobId id) const;
   // The record's JSON, or nullopt when the id is unknown or forgotten.
   std::optional<std::string> find_json(JobId id);
   // Cancels a live job with cause caller (a no-op for a terminal or unknown one). Until its
@@ -55,13 +86,22 @@ class JobRecords {
     std::string kind;
     std::optional<Outcome> outcome;
     CancelCause cancel_requested = CancelCause::none;
+    std::vector<Waiter> waiters;
+    std::size_t interest = 0;  // waiters still connected
+    std::string key;           // its idempotency key, if any
+  };
+  struct KeyBinding {
+    JobId id;
+    std::string fingerprint;
   };
   struct Finished {
     TimePoint at;
     JobId id;
     std::size_t bytes;
   };
-  void record_outcome(const Outcome& outcome, TimePoint now);  // requires mu_
+  // Requires mu_. Returns the waiters to call (outside the lock).
+  std::vector<Waiter> record_outcome(const Outcome& outcome, TimePoint now);
+  void cancel_locked(Entry& entry, JobHandle& to_cancel);      // requires mu_
   void forget_old(TimePoint now);                              // requires mu_
 
   const RecordRetention retention_;
@@ -69,6 +109,8 @@ class JobRecords {
   std::unordered_map<JobId, Entry> entries_;  // guarded by mu_
   std::deque<Finished> finished_;             // guarded by mu_; oldest first
   std::size_t finished_bytes_ = 0;            // guarded by mu_
+  std::unordered_map<std::string, KeyBinding> keys_;  // guarded by mu_
+  std::mutex keyed_submit_mu_;  // taken before mu_, never while holding it
 };
 
 }  // namespace sandglass::daemon

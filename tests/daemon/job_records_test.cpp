@@ -83,8 +83,8 @@ TEST_SUITE("job records") {
 
   TEST_CASE("a live job cancelled by DELETE says cause caller until its outcome arrives" *
             doctest::timeout(10)) {
+    JobRecords records{{}};  // outlives the runtime, whose outcome callback uses it
     sandglass::Runtime rt{{.workers = 1}};
-    JobRecords records{{}};
     std::latch started{1};
     std::latch release{1};
     auto job = rt.submit({.kind = "wait"},
