@@ -6,6 +6,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -21,6 +22,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <chrono>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -35,6 +37,8 @@ using tcp = asio::ip::tcp;
 using boost::system::error_code;
 
 constexpr std::size_t kReadChunk = 4096;
+// How long accepting pauses after it failed for want of descriptors or memory.
+constexpr std::chrono::milliseconds kAcceptPause{100};
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
 std::string lower(std::string_view s) {
@@ -75,10 +79,13 @@ class HttpServer::Impl {
   // Declared after what sessions touch when they are destroyed with the io_context.
   asio::io_context ioc_;
   tcp::acceptor acceptor_{asio::make_strand(ioc_)};
+  asio::steady_timer accept_pause_{acceptor_.get_executor()};
   std::vector<std::thread> threads_;
 
  private:
   void accept();
+
+  bool accept_failing_ = false;  // on the acceptor's strand only
 };
 
 namespace {
@@ -87,7 +94,9 @@ namespace {
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket&& socket, HttpServer::Impl& server)
-      : stream_{std::move(socket)}, server_{server} {
+      : stream_{std::move(socket)},
+        server_{server},
+        buffer_{server.limits_.max_header_bytes + server.limits_.max_body_bytes + kReadChunk} {
     server_.connections_.fetch_add(1, std::memory_order_relaxed);
   }
   ~Session() { server_.connections_.fetch_sub(1, std::memory_order_relaxed); }
@@ -129,6 +138,12 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void on_header(error_code ec) {
     if (ec) return on_read_error(ec);
+    // Beast reads a request whose Transfer-Encoding does not end in chunked as one without a
+    // body, and would then read that body as the next request: a way to smuggle a request past
+    // a proxy that reads it otherwise. RFC 9112, section 6.3: answer 400 and close.
+    if (parser_->get().count(http::field::transfer_encoding) > 0 && !parser_->chunked()) {
+      return answer_and_close(error_response(kStatusBadRequest, "Transfer-Encoding must end in chunked", "request"));
+    }
     const auto expect = parser_->get()[http::field::expect];
     if (beast::iequals(expect, "100-continue")) {
       asio::async_write(stream_, asio::buffer(kContinue.data(), kContinue.size()),
@@ -149,6 +164,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_read_error(error_code ec) {
     if (ec == http::error::body_limit) {
       return answer_and_close(error_response(kStatusPayloadTooLarge, "request body is larger than the limit", "body"));
+    }
+    if (ec == http::error::buffer_overflow) {  // see buffer_
+      return answer_and_close(error_response(kStatusBadRequest, "request framing (a chunk header or trailer) is longer than the limit", "request"));
     }
     if (ec == http::error::header_limit) {
       return answer_and_close(error_response(kStatusHeadersTooLarge, "request header section is larger than the limit", "headers"));
@@ -174,8 +192,8 @@ class Session : public std::enable_shared_from_this<Session> {
       asio::post(self->stream_.get_executor(),
                  [self, r = std::move(r)]() mutable { self->write_answer(std::move(r)); });
     };
-    job_ = server_.api_.handle(to_plain(std::move(req)), std::move(respond));
-    if (job_) watch_for_disconnect();
+    client_gone_ = server_.api_.handle(to_plain(std::move(req)), std::move(respond));
+    if (client_gone_) watch_for_disconnect();
   }
 
   // While the job runs, a read tells us when the client goes away. Bytes that arrive (a
@@ -191,7 +209,10 @@ class Session : public std::enable_shared_from_this<Session> {
           if (!ec && !self->answered_) return self->watch_for_disconnect();
           if (ec && ec != asio::error::operation_aborted) {
             self->peer_gone_ = true;
-            if (!self->answered_) self->job_.cancel();  // its outcome still comes; write fails
+            if (!self->answered_ && self->client_gone_) {
+              self->client_gone_();  // its answer still comes; writing it fails
+              self->client_gone_ = {};
+            }
           }
           if (self->answered_ && self->write_done_) self->after_write();
         });
@@ -200,7 +221,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void write_answer(HttpResponse r) {
     answered_ = true;
     write_done_ = false;
-    job_ = {};
+    client_gone_ = {};
     if (watching_) stream_.socket().cancel();  // the watch ends; after_write waits for it
     server_.metrics_.http_response(r.status);
     response_.emplace(static_cast<http::status>(r.status), 11);
@@ -241,10 +262,15 @@ class Session : public std::enable_shared_from_this<Session> {
 
   beast::tcp_stream stream_;
   HttpServer::Impl& server_;
+  // Bytes read and not yet parsed. Bounded: the parser's limits cover the header section and
+  // the body, but not a chunk header or a trailer, which it buffers whole until their line ends;
+  // unbounded, one client could grow it until read_timeout. The bound leaves room for the
+  // pipelined request watch_for_disconnect may read ahead (max_header + max_body) and one more
+  // read. A request that fills it is answered 400 (http::error::buffer_overflow).
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<Response> response_;
-  JobHandle job_;             // the job this connection waits for
+  Api::ClientGone client_gone_;  // tells the API when the client leaves while it waits
   bool keep_alive_ = false;
   bool answered_ = true;
   bool watching_ = false;
@@ -273,6 +299,24 @@ void HttpServer::Impl::start(const std::string& host, std::uint16_t port) {
 void HttpServer::Impl::accept() {
   acceptor_.async_accept(asio::make_strand(ioc_), [this](error_code ec, tcp::socket socket) {
     if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+    if (ec && ec != asio::error::connection_aborted) {
+      // Out of file descriptors or memory. The connection stays queued, so accepting again at
+      // once fails again: retrying at once would spin a core and flood the log. Pause instead,
+      // and say so once for each run of failures.
+      if (!accept_failing_) {
+        spdlog::warn("accept failed: {}; retrying every {} ms", ec.message(), kAcceptPause.count());
+      }
+      accept_failing_ = true;
+      accept_pause_.expires_after(kAcceptPause);
+      accept_pause_.async_wait([this](error_code wait_ec) {
+        if (!wait_ec) accept();  // cancelled by stop_accepting
+      });
+      return;
+    }
+    if (accept_failing_ && !ec) {
+      spdlog::info("accepting connections again");
+      accept_failing_ = false;
+    }
     if (!ec) {
       if (connections_.load(std::memory_order_relaxed) >= limits_.max_connections) {
         spdlog::warn("connection limit {} reached: closing a new connection", limits_.max_connections);
@@ -280,8 +324,6 @@ void HttpServer::Impl::accept() {
       } else {
         std::make_shared<Session>(std::move(socket), *this)->start();
       }
-    } else {
-      spdlog::warn("accept failed: {}", ec.message());  // e.g. out of file descriptors
     }
     accept();
   });
@@ -292,6 +334,7 @@ void HttpServer::Impl::stop_accepting() {
   asio::post(acceptor_.get_executor(), [this] {
     error_code ignored;
     acceptor_.close(ignored);
+    accept_pause_.cancel();
   });
 }
 
