@@ -62,6 +62,7 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
   auto job = std::allocate_shared<Job>(boost::fast_pool_allocator<Job>{});
   job->id = next_id_.fetch_add(1, std::memory_order_relaxed);
   job->kind = std::move(spec.kind);
+  job->idempotency_key = std::move(spec.idempotency_key);
   job->priority = spec.priority;
   job->handler = std::move(handler);
   job->on_outcome = std::move(on_outcome);

@@ -58,6 +58,7 @@ struct Job : QueueItem {
   JobHandler handler;
   OutcomeCallback on_outcome;
   std::string kind;
+  std::string idempotency_key;
   CancelRegistration parent_link;      // reset when the outcome is published
 
   // --- Written when the job starts.

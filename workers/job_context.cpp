@@ -19,8 +19,13 @@ const char* Cancelled::what() const noexcept {
 }
 
 JobContext::JobContext(JobId id, std::string_view kind, Deadline deadline, CancelToken token,
-                       const BudgetPolicy& policy)
-    : id_{id}, kind_{kind}, deadline_{deadline}, token_{std::move(token)}, policy_{&policy} {}
+                       const BudgetPolicy& policy, std::string_view idempotency_key)
+    : id_{id},
+      kind_{kind},
+      idempotency_key_{idempotency_key},
+      deadline_{deadline},
+      token_{std::move(token)},
+      policy_{&policy} {}
 
 JobContext::~JobContext() = default;
 

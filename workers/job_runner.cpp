@@ -15,14 +15,15 @@ void mark_cancelled(Outcome& o, CancelCause cause) {
 // The handler threw `message`. If the job was cancelled before its commit point, the exception
 // is most likely the cancellation reaching the real work (a closed socket, a killed child):
 // the job counts as cancelled. Otherwise it failed.
-void record_throw(Outcome& o, const JobContext& ctx, std::string message) {
+void record_throw(Outcome& o, const JobContext& ctx, std::string message,
+                  Reason reason = Reason::handler_error) {
   o.error = std::move(message);
   if (ctx.cancelled() && !ctx.committed()) {
     mark_cancelled(o, ctx.cause());
     return;
   }
   o.state = State::failed;
-  o.reason = Reason::handler_error;
+  o.reason = reason;
   o.cause = ctx.cause();
 }
 
@@ -37,7 +38,7 @@ Outcome run_job(Job& job, const BudgetPolicy& policy) noexcept {
   o.timings.remaining_at_start = job.deadline.slack(job.started_at);
   {
     // The context goes (and its on_cancel callbacks are deregistered) before the outcome.
-    JobContext ctx{job.id, job.kind, job.deadline, job.token(), policy};
+    JobContext ctx{job.id, job.kind, job.deadline, job.token(), policy, job.idempotency_key};
     try {
       job.handler(ctx);
       o.cause = ctx.cause();
@@ -45,6 +46,8 @@ Outcome run_job(Job& job, const BudgetPolicy& policy) noexcept {
       o.reason = o.cause == CancelCause::none ? Reason::ok : Reason::completed_after_cancel;
     } catch (const Cancelled& c) {
       mark_cancelled(o, ctx.cancelled() ? ctx.cause() : c.cause());
+    } catch (const JobFailed& e) {
+      record_throw(o, ctx, e.what(), e.reason());
     } catch (const std::exception& e) {
       record_throw(o, ctx, e.what());
     } catch (...) {

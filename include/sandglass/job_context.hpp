@@ -27,9 +27,11 @@
 #include <sandglass/cancel.hpp>
 #include <sandglass/deadline.hpp>
 #include <sandglass/job_spec.hpp>
+#include <sandglass/reason.hpp>
 
 #include <atomic>
 #include <exception>
+#include <stdexcept>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -49,6 +51,19 @@ class Cancelled : public std::exception {
   CancelCause cause_;
 };
 
+// Thrown by a handler to fail with a specific reason instead of `handler_error`, e.g.
+// `deadline_exceeded_before_dispatch` or `breaker_open` when it gave up on a dependency. The
+// outcome is `failed` with that reason and `what()` as its error.
+class JobFailed : public std::runtime_error {
+ public:
+  JobFailed(Reason reason, const std::string& message)
+      : std::runtime_error{message}, reason_{reason} {}
+  Reason reason() const noexcept { return reason_; }
+
+ private:
+  Reason reason_;
+};
+
 class JobContext;
 
 // What a job runs. It may throw; the worker records the exception as the job's error.
@@ -57,9 +72,9 @@ using JobHandler = std::function<void(JobContext&)>;
 class JobContext {
  public:
   // The runtime builds contexts; tests of handlers may build their own. The characters of
-  // `kind` and `policy` must outlive the context.
+  // `kind` and `idempotency_key`, and `policy`, must outlive the context.
   JobContext(JobId id, std::string_view kind, Deadline deadline, CancelToken token,
-             const BudgetPolicy& policy);
+             const BudgetPolicy& policy, std::string_view idempotency_key = {});
   JobContext(const JobContext&) = delete;
   JobContext& operator=(const JobContext&) = delete;
   ~JobContext();
@@ -74,6 +89,8 @@ class JobContext {
 
   JobId id() const noexcept { return id_; }
   std::string_view kind() const noexcept { return kind_; }
+  // The submitter's idempotency key (JobSpec::idempotency_key), to pass on to dependencies.
+  std::string_view idempotency_key() const noexcept { return idempotency_key_; }
   Deadline deadline() const noexcept { return deadline_; }
   Duration remaining() const noexcept { return deadline_.remaining(); }
 
@@ -116,6 +133,7 @@ class JobContext {
 
   JobId id_;
   std::string_view kind_;
+  std::string_view idempotency_key_;
   Deadline deadline_;
   CancelToken token_;
   const BudgetPolicy* policy_;

@@ -32,7 +32,8 @@ boost::json::object timings_json(Duration budget, Duration queue, Duration run, 
 }  // namespace
 
 std::string record_json(JobId id, const std::string& kind, const Outcome* outcome,
-                        const JobProgress& progress, TimePoint now, CancelCause requested) {
+                        const JobProgress& progress, TimePoint now, CancelCause requested,
+                        std::size_t waiters) {
   boost::json::object r;
   r["id"] = id;
   r["kind"] = kind;
@@ -42,6 +43,7 @@ std::string record_json(JobId id, const std::string& kind, const Outcome* outcom
     r["state"] = running ? "running" : "queued";
     r["reason"] = nullptr;
     if (requested != CancelCause::none) r["cause"] = to_string(requested);
+    r["waiters"] = waiters;
     r["timings"] = timings_json(progress.budget, start - progress.enqueued_at, now - start,
                                 progress.deadline.slack(now));
     return boost::json::serialize(r);
@@ -135,7 +137,9 @@ void JobRecords::leave(JobId id) {
     std::lock_guard lock{mu_};
     const auto it = entries_.find(id);
     if (it == entries_.end() || it->second.outcome || it->second.interest == 0) return;
-    if (--it->second.interest == 0) cancel_locked(it->second, to_cancel);
+    // A keyed job goes on: a retry with its key is expected to attach to it, and its own
+    // budget still ends it.
+    if (--it->second.interest == 0 && it->second.key.empty()) cancel_locked(it->second, to_cancel);
   }
   to_cancel.cancel();  // outside the lock: a queued job's outcome is recorded on this thread
 }
@@ -179,7 +183,8 @@ std::optional<std::string> JobRecords::find_json(JobId id) {
   if (e.outcome) return record_json(id, e.kind, &*e.outcome, {}, now);
   // The outcome may be published but not yet recorded here; the handle has it then.
   if (auto o = e.handle.outcome()) return record_json(id, e.kind, &*o, {}, now);
-  return record_json(id, e.kind, nullptr, e.handle.progress(), now, e.cancel_requested);
+  return record_json(id, e.kind, nullptr, e.handle.progress(), now, e.cancel_requested,
+                     e.interest);
 }
 
 void JobRecords::cancel(JobId id) {

@@ -5,8 +5,8 @@
 //    "result"?: <JSON>, "error"?: "...",
 //    "timings": {"budget_ms": 1000, "queue_ms": 0, "run_ms": 50, "remaining_ms": 949}}
 //
-// A live job has state "queued" or "running" and reason null (and "cause": "caller" once a
-// DELETE asked to cancel it). Terminal records are kept for
+// A live job has state "queued" or "running", reason null, "waiters": the clients waiting for
+// its answer (and "cause": "caller" once a DELETE asked to cancel it). Terminal records are kept for
 // `RecordRetention::keep`, and at most `max_count` of them and `max_bytes` of their results and
 // errors; the oldest are forgotten first. Timings are whole milliseconds, rounded toward zero;
 // remaining_ms is negative when the job ended after its deadline.
@@ -38,7 +38,7 @@ namespace sandglass::daemon {
 // The record's JSON. `outcome` empty: a live job described by `progress` at `now`.
 std::string record_json(JobId id, const std::string& kind, const Outcome* outcome,
                         const JobProgress& progress, TimePoint now,
-                        CancelCause requested = CancelCause::none);
+                        CancelCause requested = CancelCause::none, std::size_t waiters = 0);
 
 class JobRecords {
  public:
@@ -57,7 +57,8 @@ class JobRecords {
   // False when the id is unknown.
   bool wait(JobId id, Waiter waiter);
   // A waiting client went away. When no waiter of a live job is left, the job is cancelled
-  // with cause caller.
+  // with cause caller, unless it has an idempotency key: then a retry with that key is expected
+  // to attach to it, and it goes on until it ends or its budget does.
   void leave(JobId id);
 
   struct KeyedSubmit {

@@ -130,6 +130,13 @@ std::variant<JobRequest, RequestError> parse_job_request(const HttpRequest& requ
     if (auto e = read_body_field(key, value, out)) return *e;
   }
   if (out.kind.empty()) return RequestError{"kind", "is required"};
+  // The header form, which a forwarding sandglassd sends; the body's key wins.
+  if (const auto key = request.header(kIdempotencyKeyHeader); key && out.idempotency_key.empty()) {
+    if (key->empty() || key->size() > kMaxIdempotencyKeyBytes) {
+      return RequestError{std::string{kIdempotencyKeyHeader}, "must be 1 to 256 bytes"};
+    }
+    out.idempotency_key = *key;
+  }
   return out;
 }
 

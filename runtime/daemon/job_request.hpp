@@ -2,7 +2,8 @@
 //
 //   body:    {"kind": str, "args": object?, "priority": "critical"|"high"|"normal"|"sheddable"?,
 //             "timeout_ms": int?, "idempotency_key": str?}
-//   headers: x-request-timeout-ms, grpc-timeout      query: wait=true|false
+//   headers: x-request-timeout-ms, grpc-timeout, idempotency-key (when the body has none)
+//   query:   wait=true|false
 //
 // Time rules: the budget is the smallest of the two headers and `timeout_ms`, whichever are
 // given; none given leaves it empty (the runtime's default applies); huge values saturate and
@@ -41,6 +42,7 @@ struct RequestError {
 };
 
 inline constexpr std::size_t kMaxIdempotencyKeyBytes = 256;
+inline constexpr std::string_view kIdempotencyKeyHeader = "idempotency-key";
 
 std::variant<JobRequest, RequestError> parse_job_request(const HttpRequest& request,
                                                          std::size_t max_json_depth);

@@ -36,6 +36,7 @@ KindRegistry builtin_kinds(const DaemonConfig& config) {
   kinds.add("sleep", make_sleep_kind());
   kinds.add("spin", make_spin_kind());
   kinds.add("exec", make_exec_kind(config.commands));
+  kinds.add("forward", make_forward_kind(config));
   return kinds;
 }
 

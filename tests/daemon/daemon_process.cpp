@@ -1,12 +1,16 @@
 #include "daemon_process.hpp"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -71,7 +75,9 @@ DaemonProcess::DaemonProcess(std::vector<std::string> args) {
   log_path_ = temp_path("log.txt");
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error{"pipe2 failed"};
-  args.insert(args.begin(), {"--listen", "127.0.0.1:0"});
+  if (std::find(args.begin(), args.end(), "--listen") == args.end()) {
+    args.insert(args.begin(), {"--listen", "127.0.0.1:0"});
+  }
   pid_ = spawn(args, pipe_fds[1], log_path_);
   ::close(pipe_fds[1]);
   std::string out;
@@ -136,6 +142,18 @@ RunResult run_sandglassd(const std::vector<std::string>& args) {
   std::filesystem::remove(out_path);
   std::filesystem::remove(err_path);
   return r;
+}
+
+std::uint16_t free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
 }
 
 std::size_t open_fds(pid_t pid) {

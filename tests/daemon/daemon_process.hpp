@@ -17,7 +17,8 @@ std::string write_temp_file(const std::string& name_hint, const std::string& tex
 
 class DaemonProcess {
  public:
-  // Starts sandglassd with `args` (besides --listen) and waits for its port. Throws
+  // Starts sandglassd with `args` (and `--listen 127.0.0.1:0` unless they name an address) and
+  // waits for its port. Throws
   // std::runtime_error if it does not report one within 30 s.
   explicit DaemonProcess(std::vector<std::string> args = {});
   DaemonProcess(const DaemonProcess&) = delete;
@@ -48,7 +49,10 @@ struct RunResult {
 };
 RunResult run_sandglassd(const std::vector<std::string>& args);
 
-// Reads /proc/PID/status VmRSS (KiB) and counts /proc/PID/fd.
+// Counts /proc/PID/fd.
 std::size_t open_fds(pid_t pid);
+
+// A loopback port that was free a moment ago (bound to port 0, then closed).
+std::uint16_t free_port();
 
 }  // namespace sandglass::testing

@@ -147,6 +147,19 @@ TEST_SUITE("Runtime") {
     CHECK(good.wait().state == State::completed);
   }
 
+  TEST_CASE("a handler that throws JobFailed fails with that reason and keeps its result" *
+            doctest::timeout(10)) {
+    Runtime rt{{.workers = 1}};
+    const Outcome o = rt.submit({.kind = "dep"}, [](JobContext& ctx) {
+                          ctx.set_result("partial");
+                          throw sandglass::JobFailed{Reason::breaker_open, "upstream db is down"};
+                        }).wait();
+    CHECK(o.state == State::failed);
+    CHECK(o.reason == Reason::breaker_open);
+    CHECK(o.error == "upstream db is down");
+    CHECK(o.result == "partial");
+  }
+
   TEST_CASE("a handler that throws while cancelled counts as cancelled and keeps its error" *
             doctest::timeout(10)) {
     Runtime rt{{.workers = 1, .capacity = 8}};

@@ -66,6 +66,23 @@ struct CommandConfig {
   bool allow_stdin = true;                    // whether a request may pass "stdin"
 };
 
+// One `[upstreams.NAME]` table: a dependency the `forward` kind may call. Clients name it; they
+// never supply a URL.
+struct UpstreamConfig {
+  std::string url;                 // "http://IP:PORT/path" (plain HTTP, an IP literal)
+  std::string host;                // parsed from url, without brackets
+  std::uint16_t port = 0;          // parsed from url
+  std::string target = "/";        // parsed from url: path and query
+  std::chrono::milliseconds cap{30'000};     // most budget one attempt gets
+  std::chrono::milliseconds reserve{5};      // kept back from what is passed on
+  int max_attempts = 3;                      // first attempt included
+  std::chrono::milliseconds base_backoff{50};
+  std::chrono::milliseconds max_backoff{1'000};
+  int failure_threshold = 5;                 // consecutive failures that open the breaker
+  std::chrono::milliseconds cooldown{5'000}; // open this long before one probe
+  std::size_t max_response_bytes = 1 << 20;  // a longer answer fails the attempt
+};
+
 struct DaemonConfig {
   std::string listen_host = "127.0.0.1";     // an IP address; IPv6 without brackets
   std::uint16_t listen_port = 8080;           // 0 picks a free port
@@ -77,6 +94,7 @@ struct DaemonConfig {
   std::string log_level = "info";             // trace, debug, info, warn, error, critical, off
   std::string log_format = "text";            // text or json
   std::map<std::string, CommandConfig, std::less<>> commands;
+  std::map<std::string, UpstreamConfig, std::less<>> upstreams;
 
   // Throws ConfigError naming the first inconsistent key.
   void validate() const;

@@ -3,6 +3,7 @@
 //   sleep {"ms": N}                      waits on the job's deadline-aware sleep; cancellable
 //   spin  {"ms": N}                      burns CPU, with a checkpoint at least every 100 us
 //   exec  {"command": NAME, "stdin"?: S} runs a command from the config (see exec_kind.cpp)
+//   forward {"upstream": NAME, "body": J} POSTs J to a configured upstream (forward_kind.cpp)
 #pragma once
 
 #include <sandglass/daemon/daemon_config.hpp>
@@ -16,5 +17,6 @@ namespace sandglass::daemon {
 JobKind make_sleep_kind();
 JobKind make_spin_kind();
 JobKind make_exec_kind(std::map<std::string, CommandConfig, std::less<>> commands);
+JobKind make_forward_kind(const DaemonConfig& config);
 
 }  // namespace sandglass::daemon
