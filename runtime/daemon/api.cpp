@@ -187,9 +187,12 @@ HttpResponse Api::cancel_job(std::uint64_t id) {
 }
 
 HttpResponse Api::metrics() {
-  return {.content_type = "text/plain; version=0.0.4; charset=utf-8",
-          .body = metrics_.render(runtime_.stats(), runtime_.options().workers,
-                                  draining_.load(std::memory_order_relaxed))};
+  std::string body = metrics_.render(runtime_.stats(), runtime_.options().workers,
+                                     draining_.load(std::memory_order_relaxed));
+  for (const std::string& name : kinds_.names()) {
+    if (const JobKind* kind = kinds_.find(name); kind->metrics) body += kind->metrics();
+  }
+  return {.content_type = "text/plain; version=0.0.4; charset=utf-8", .body = std::move(body)};
 }
 
 }  // namespace sandglass::daemon

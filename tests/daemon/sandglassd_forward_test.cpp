@@ -111,9 +111,13 @@ TEST_SUITE("sandglassd forward") {
     CHECK(open.status == 503);
     CHECK(json_of(open).at("reason").as_string() == "breaker_open");
     CHECK(json_of(open).at("result").as_object().at("attempts").as_int64() == 0);
+    CHECK(metric(up->port(), R"(sandglass_upstream_breaker_state{upstream="next"})") == 2);
+    CHECK(metric(up->port(), R"(sandglass_upstream_attempts_total{result="connect_error",upstream="next"})") == 2);
+    CHECK(metric(up->port(), R"(sandglass_upstream_calls_total{reason="breaker_open",upstream="next"})") == 1);
     DaemonProcess back{{"--listen", "127.0.0.1:" + std::to_string(port)}};
     CHECK(eventually([&] { return post_job(up->port(), body).status == 200; }));
     CHECK(post_job(up->port(), body).status == 200);
+    CHECK(metric(up->port(), R"(sandglass_upstream_breaker_state{upstream="next"})") == 0);
   }
 
   TEST_CASE("the job's idempotency key travels upstream so a repeated request attaches there" *

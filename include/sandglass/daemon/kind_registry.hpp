@@ -47,6 +47,9 @@ struct JobKind {
   // Validates `args` (an empty object when the request had none) and returns the handler.
   // Throws ArgsError. Called on an I/O thread: it must be quick and must not block.
   std::function<JobHandler(const boost::json::object& args)> prepare;
+  // Optional: the kind's own series in the Prometheus text format, appended to GET /metrics
+  // (e.g. the forward kind's per-upstream attempts and breaker states). Any thread.
+  std::function<std::string()> metrics;
 };
 
 class KindRegistry {

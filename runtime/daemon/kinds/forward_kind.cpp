@@ -4,6 +4,7 @@
 // upstream. Result: {"status", "body" (JSON when the answer is JSON), "attempts"}.
 #include "kinds/builtin_kinds.hpp"
 #include "kinds/http_call.hpp"
+#include "kinds/upstream_metrics.hpp"
 
 #include <sandglass/circuit_breaker.hpp>
 #include <sandglass/retry_policy.hpp>
@@ -21,8 +22,11 @@ namespace {
 
 // What all jobs of one upstream share.
 struct Upstream {
-  Upstream(const UpstreamConfig& c, Duration min_useful_budget)
-      : config{c},
+  Upstream(std::string upstream_name, const UpstreamConfig& c, Duration min_useful_budget,
+           UpstreamMetrics& upstream_metrics)
+      : name{std::move(upstream_name)},
+        metrics{upstream_metrics},
+        config{c},
         min_useful{min_useful_budget},
         policy{{.max_attempts = c.max_attempts, .base_backoff = c.base_backoff,
                 .max_backoff = c.max_backoff, .reserve = c.reserve}},
@@ -38,6 +42,8 @@ struct Upstream {
     latency.record(d);
   }
 
+  const std::string name;
+  UpstreamMetrics& metrics;
   const UpstreamConfig config;
   const Duration min_useful;
   const RetryPolicy policy;
@@ -46,6 +52,19 @@ struct Upstream {
   std::mutex mu;
   ServiceTimeEstimator latency;  // guarded by mu
 };
+
+std::string_view result_label(const HttpCallResult& r) {
+  if (r.phase == HttpCallResult::Phase::done) return "answered";
+  if (r.cancelled) return "cancelled";
+  if (r.timed_out) {
+    switch (r.phase) {
+      case HttpCallResult::Phase::connect: return "timeout_connect";
+      case HttpCallResult::Phase::request: return "timeout_request";
+      default: return "timeout_response";
+    }
+  }
+  return r.phase == HttpCallResult::Phase::connect ? "connect_error" : "broken";
+}
 
 AttemptResult attempt_result(const HttpCallResult& r) {
   if (r.phase == HttpCallResult::Phase::done) return AttemptResult::status(r.status, r.retry_after);
@@ -71,10 +90,13 @@ void run_forward(Upstream& up, const std::string& body, JobContext& ctx) {
                   .body = body, .max_response_bytes = up.config.max_response_bytes};
     if (!key.empty()) call.headers.emplace_back("idempotency-key", std::string{key});
     const TimePoint start = Clock::now();
+    const Duration before = ctx.deadline().slack(start);
     // The attempt ends by its child budget plus the reserve: the upstream answers within the
     // budget it was given, and the reserve leaves time for the answer to travel back.
     last = http_post(call, Deadline::after(child_budget + up.config.reserve, start), ctx.token());
-    if (last.phase == HttpCallResult::Phase::done) up.record_latency(Clock::now() - start);
+    const TimePoint end = Clock::now();
+    if (last.phase == HttpCallResult::Phase::done) up.record_latency(end - start);
+    up.metrics.attempt(up.name, result_label(last), before, ctx.deadline().slack(end));
     return attempt_result(last);
   };
   const RetryRun run = run_with_retries(
@@ -84,6 +106,7 @@ void run_forward(Upstream& up, const std::string& body, JobContext& ctx) {
        .sleep = [&](Duration d) { ctx.sleep_for(d); }, .retry_budget = &up.retry_budget,
        .breaker = &up.breaker},
       attempt);
+  up.metrics.call(up.name, run.reason, run.attempts);
   ctx.checkpoint();  // cancelled while in flight: the outcome says so
 
   boost::json::object result{{"attempts", run.attempts}};
@@ -117,11 +140,14 @@ void run_forward(Upstream& up, const std::string& body, JobContext& ctx) {
 }  // namespace
 
 JobKind make_forward_kind(const DaemonConfig& config) {
+  auto metrics = std::make_shared<UpstreamMetrics>();
   auto upstreams = std::make_shared<std::map<std::string, std::unique_ptr<Upstream>, std::less<>>>();
   for (const auto& [name, c] : config.upstreams) {
-    upstreams->emplace(name, std::make_unique<Upstream>(c, config.runtime.budget.min_useful));
+    auto up = std::make_unique<Upstream>(name, c, config.runtime.budget.min_useful, *metrics);
+    metrics->watch_breaker(name, up->breaker);
+    upstreams->emplace(name, std::move(up));
   }
-  return {.prepare = [upstreams](const boost::json::object& args) -> JobHandler {
+  return {.prepare = [upstreams, metrics](const boost::json::object& args) -> JobHandler {
     reject_unknown_keys(args, {"upstream", "body"});
     const std::string name = require_string(args, "upstream");
     const auto it = upstreams->find(name);
@@ -131,7 +157,8 @@ JobKind make_forward_kind(const DaemonConfig& config) {
     return [up = it->second.get(), upstreams, text = boost::json::serialize(*body)](JobContext& ctx) {
       run_forward(*up, text, ctx);
     };
-  }};
+  },
+          .metrics = [upstreams, metrics] { return metrics->render(); }};
 }
 
 }  // namespace sandglass::daemon
