@@ -393,6 +393,9 @@ constexpr Field<UpstreamConfig> kUpstreamFields[] = {
     {"max_attempts", [](UpstreamConfig& u, const Entry& e) { u.max_attempts = static_cast<int>(e.integer(1, 100)); }},
     {"base_backoff_ms", [](UpstreamConfig& u, const Entry& e) { u.base_backoff = e.ms(0); }},
     {"max_backoff_ms", [](UpstreamConfig& u, const Entry& e) { u.max_backoff = e.ms(0); }},
+    {"jitter", [](UpstreamConfig& u, const Entry& e) {
+       u.full_jitter = e.one_of(std::array<std::string_view, 2>{"full", "none"}) == "full";
+     }},
     {"failure_threshold", [](UpstreamConfig& u, const Entry& e) { u.failure_threshold = static_cast<int>(e.integer(1, 1'000'000)); }},
     {"cooldown_ms", [](UpstreamConfig& u, const Entry& e) { u.cooldown = e.ms(1); }},
     {"max_response_bytes", [](UpstreamConfig& u, const Entry& e) { u.max_response_bytes = e.count(1, kMaxBytes); }},

@@ -3,8 +3,16 @@
 
 #include <doctest/doctest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <memory>
 #include <string>
+#include <thread>
 
 using namespace sandglass::testing;
 using boost::json::object;
@@ -24,6 +32,79 @@ std::unique_ptr<DaemonProcess> forwarding_to(std::uint16_t port, const std::stri
 std::string forward_body(const std::string& inner) {
   return R"({"kind":"forward","args":{"upstream":"next","body":)" + inner + "}}";
 }
+
+// A loopback TCP relay to `target_port` that, on its first connection only, delivers the
+// request and then drops the connection before the answer: a response lost on the way back.
+class LossyRelay {
+ public:
+  explicit LossyRelay(std::uint16_t target_port) : target_port_{target_port} {
+    listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr = loopback(0);
+    ::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    ::listen(listener_, 8);
+    socklen_t len = sizeof addr;
+    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread{[this] { serve(); }};
+  }
+  ~LossyRelay() {
+    stop_ = true;
+    ::shutdown(listener_, SHUT_RDWR);
+    thread_.join();
+    ::close(listener_);
+  }
+  std::uint16_t port() const { return port_; }
+
+ private:
+  static sockaddr_in loopback(std::uint16_t port) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return addr;
+  }
+  // Copies bytes both ways until either side closes.
+  static void pump(int a, int b) {
+    pollfd fds[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
+    char buf[8192];
+    while (::poll(fds, 2, 10'000) > 0) {
+      for (int i = 0; i < 2; ++i) {
+        if (fds[i].revents == 0) continue;
+        const ssize_t n = ::recv(fds[i].fd, buf, sizeof buf, 0);
+        if (n <= 0) return;
+        ::send(fds[1 - i].fd, buf, static_cast<std::size_t>(n), MSG_NOSIGNAL);
+      }
+    }
+  }
+  void serve() {
+    for (int n = 0; !stop_; ++n) {
+      const int client = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (client < 0) return;
+      const int upstream = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_in addr = loopback(target_port_);
+      ::connect(upstream, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+      if (n == 0) {
+        // Deliver the request (it is small: one read), then lose the way back.
+        char buf[8192];
+        const ssize_t got = ::recv(client, buf, sizeof buf, 0);
+        if (got > 0) ::send(upstream, buf, static_cast<std::size_t>(got), MSG_NOSIGNAL);
+        ::close(client);
+        char byte;
+        ::recv(upstream, &byte, 1, 0);  // wait for the answer, and drop it
+      } else {
+        pump(client, upstream);
+        ::close(client);
+      }
+      ::close(upstream);
+    }
+  }
+
+  std::uint16_t target_port_;
+  std::uint16_t port_ = 0;
+  int listener_ = -1;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
 
 const object& inner_record(const object& record) {
   return record.at("result").as_object().at("body").as_object();
@@ -118,6 +199,41 @@ TEST_SUITE("sandglassd forward") {
     CHECK(eventually([&] { return post_job(up->port(), body).status == 200; }));
     CHECK(post_job(up->port(), body).status == 200);
     CHECK(metric(up->port(), R"(sandglass_upstream_breaker_state{upstream="next"})") == 0);
+  }
+
+  TEST_CASE("a retried request with an idempotency key runs once upstream when its first answer was lost" *
+            doctest::timeout(60)) {
+    DaemonProcess down;
+    LossyRelay relay{down.port()};
+    const auto up = forwarding_to(relay.port(), "max_attempts = 3\nbase_backoff_ms = 10\n");
+    const HttpAnswer answer = post_job(
+        up->port(),
+        R"({"kind":"forward","idempotency_key":"pay-42","args":{"upstream":"next","body":{"kind":"sleep","args":{"ms":100}}}})",
+        {{"x-request-timeout-ms", "5000"}});
+    CAPTURE(answer.body);
+    REQUIRE(answer.status == 200);
+    const object r = json_of(answer);
+    CHECK(r.at("result").as_object().at("attempts").as_int64() == 2);
+    CHECK(inner_record(r).at("id").to_number<int>() == 1);
+    CHECK(metric(down.port(), R"(sandglass_jobs_submitted_total{kind="sleep",priority="normal"})") == 1);
+  }
+
+  TEST_CASE("a retry starts only when the rest of the budget covers its wait and an attempt" *
+            doctest::timeout(60)) {
+    const std::uint16_t dead = free_port();
+    // Connections are refused at once; the wait before the retry is 2 s (no jitter), the
+    // budget 300 ms: the retry is skipped at once and nothing runs past the deadline.
+    const auto up = forwarding_to(dead, "max_attempts = 3\nbase_backoff_ms = 2000\njitter = \"none\"\n");
+    const HttpAnswer answer = post_job(up->port(), forward_body(R"({"kind":"sleep","args":{"ms":1}})"),
+                                       {{"x-request-timeout-ms", "300"}});
+    CAPTURE(answer.body);
+    CHECK(answer.status == 504);
+    const object r = json_of(answer);
+    CHECK(r.at("state").as_string() == "failed");
+    CHECK(r.at("reason").as_string() == "retry_skipped_budget");
+    CHECK(r.at("result").as_object().at("attempts").as_int64() == 1);
+    CHECK(r.at("timings").as_object().at("remaining_ms").as_int64() > 0);
+    CHECK(metric(up->port(), R"(sandglass_upstream_calls_total{reason="retry_skipped_budget",upstream="next"})") == 1);
   }
 
   TEST_CASE("the job's idempotency key travels upstream so a repeated request attaches there" *

@@ -86,3 +86,34 @@ TEST_SUITE("sandglassd idempotency") {
     CHECK(id_of(*a) == 1);
   }
 }
+
+TEST_SUITE("sandglassd commit points") {
+  TEST_CASE("a job cancelled after its commit point completes after cancel and its key returns the committed result" *
+            doctest::timeout(60)) {
+    DaemonProcess d;
+    const std::string body =
+        R"({"kind":"sleep","args":{"ms":400,"commit_at_ms":50},"idempotency_key":"transfer-9"})";
+    Connection c{d.port()};
+    c.send(request_bytes("POST", "/v1/jobs", body));
+    REQUIRE(eventually([&] { return state_of(d.port(), 1) == "running"; }));
+    REQUIRE(eventually([&] {
+      // Past the commit point once 50 ms of its run have gone.
+      const object r = json_of(http(d.port(), "GET", "/v1/jobs/1"));
+      return r.at("timings").as_object().at("run_ms").as_int64() > 80;
+    }));
+    CHECK(http(d.port(), "DELETE", "/v1/jobs/1").status == 200);
+    const auto a = c.read_answer();
+    REQUIRE(a.has_value());
+    CHECK(a->status == 200);
+    const object r = json_of(*a);
+    CHECK(r.at("state").as_string() == "completed");
+    CHECK(r.at("reason").as_string() == "completed_after_cancel");
+    CHECK(r.at("cause").as_string() == "caller");
+    CHECK(r.at("result").as_object().at("committed").as_bool());
+    // Reconciliation: asking again with the key returns the durable result.
+    const HttpAnswer again = post_job(d.port(), body);
+    CHECK(again.status == 200);
+    CHECK(again.body == a->body);
+    CHECK(metric(d.port(), R"(sandglass_completed_after_cancel_total{kind="sleep"})") == 1);
+  }
+}

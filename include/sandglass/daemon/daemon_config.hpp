@@ -78,6 +78,7 @@ struct UpstreamConfig {
   int max_attempts = 3;                      // first attempt included
   std::chrono::milliseconds base_backoff{50};
   std::chrono::milliseconds max_backoff{1'000};
+  bool full_jitter = true;                   // wait uniformly in [0, cap]; false: the whole cap
   int failure_threshold = 5;                 // consecutive failures that open the breaker
   std::chrono::milliseconds cooldown{5'000}; // open this long before one probe
   std::size_t max_response_bytes = 1 << 20;  // a longer answer fails the attempt

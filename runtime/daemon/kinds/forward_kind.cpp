@@ -29,7 +29,8 @@ struct Upstream {
         config{c},
         min_useful{min_useful_budget},
         policy{{.max_attempts = c.max_attempts, .base_backoff = c.base_backoff,
-                .max_backoff = c.max_backoff, .reserve = c.reserve}},
+                .max_backoff = c.max_backoff,
+                .jitter = c.full_jitter ? Jitter::full : Jitter::none, .reserve = c.reserve}},
         breaker{{.failure_threshold = c.failure_threshold, .cooldown = c.cooldown}} {}
 
   // A realistic attempt: the p90 of recent answered attempts.
