@@ -142,7 +142,8 @@ class Session : public std::enable_shared_from_this<Session> {
     // body, and would then read that body as the next request: a way to smuggle a request past
     // a proxy that reads it otherwise. RFC 9112, section 6.3: answer 400 and close.
     if (parser_->get().count(http::field::transfer_encoding) > 0 && !parser_->chunked()) {
-      return answer_and_close(error_response(kStatusBadRequest, "Transfer-Encoding must end in chunked", "request"));
+      return answer_and_close(
+          error_response(kStatusBadRequest, "Transfer-Encoding must end in chunked", "request"));
     }
     const auto expect = parser_->get()[http::field::expect];
     if (beast::iequals(expect, "100-continue")) {
@@ -166,7 +167,8 @@ class Session : public std::enable_shared_from_this<Session> {
       return answer_and_close(error_response(kStatusPayloadTooLarge, "request body is larger than the limit", "body"));
     }
     if (ec == http::error::buffer_overflow) {  // see buffer_
-      return answer_and_close(error_response(kStatusBadRequest, "request framing (a chunk header or trailer) is longer than the limit", "request"));
+      return answer_and_close(error_response(
+          kStatusBadRequest, "request framing (a chunk header or trailer) is too long", "request"));
     }
     if (ec == http::error::header_limit) {
       return answer_and_close(error_response(kStatusHeadersTooLarge, "request header section is larger than the limit", "headers"));
