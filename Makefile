@@ -8,10 +8,10 @@ BUILD ?= build
 BUILD_TYPE ?= RelWithDebInfo
 PACKAGES := g++ cmake ninja-build libboost1.81-dev libboost-json1.81-dev doctest-dev \
             libbenchmark-dev libfmt-dev libspdlog-dev prometheus-cpp-dev \
-            libtomlplusplus-dev libcli11-dev prometheus
+            libtomlplusplus-dev libcli11-dev prometheus libtbb-dev gnuplot-nox
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps build test run clean
+.PHONY: deps build test run bench clean
 
 deps:
 	@missing=""; \
@@ -35,6 +35,19 @@ test: build
 
 run: build
 	./$(BUILD)/runtime/daemon/sandglassd --config runtime/daemon/sandglassd.toml
+
+# make bench: the micro benchmarks and the full overload bench (about 5 minutes); tables, JSON
+# and plots go to bench/results/. Needs oneTBB and gnuplot besides the packages above.
+BENCH_FLAGS ?= --duration 5s --spike
+bench:
+	@$(MAKE) --no-print-directory deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
+	cmake --build $(BUILD) --target sandglass-handoff-bench sandglass-overload
+	mkdir -p bench/results
+	bash -o pipefail -c './$(BUILD)/bench/sandglass-handoff-bench --benchmark_repetitions=3 \
+	  --benchmark_report_aggregates_only=true | tee bench/results/handoff.txt'
+	bash -o pipefail -c './$(BUILD)/bench/sandglass-overload $(BENCH_FLAGS) \
+	  --json bench/results/overload.json --plot bench/results/overload.svg | tee bench/results/overload.txt'
 
 clean:
 	rm -rf $(BUILD)

@@ -1,34 +1,48 @@
-// handoff_bench.cpp — job hand-off throughput of the Sandglass runtime against
-// `boost::asio::thread_pool`, and the cost of one `JobContext::checkpoint()`.
+// handoff_bench.cpp — micro benchmarks, in one binary so that ratios come from one run:
+// job hand-off throughput of the Sandglass runtime against plain executors with the same
+// thread count, and what deadlines and cancellation cost.
 //
-// What it measures:
-//   BM_AsioThreadPool   one producer thread (the benchmark thread) posts kBatch no-op lambdas
-//                       to an `asio::thread_pool` with 2 threads and waits on a std::latch until
-//                       all of them ran.
-//   BM_AsioThreadPoolWithResult  as above, plus a std::promise / std::future per job: a result
-//                       the submitter could wait for, as every Sandglass job has.
-//   BM_SandglassRuntime one producer submits kBatch jobs `{.kind = "noop", .budget = 10s}` to a
-//                       `sandglass::Runtime` with 2 workers; each handler calls
-//                       `ctx.checkpoint()`. The 3-argument `submit` is used and the outcome
-//                       callback counts a std::latch down, so the producer never waits on a
-//                       handle; an iteration ends when every job has its outcome. Every outcome
-//                       must be `Reason::ok`; otherwise the benchmark reports an error.
-//   BM_Checkpoint       `ctx.checkpoint()` on a JobContext built directly around a CancelSource
-//                       that is never cancelled: time per iteration = ns per checkpoint.
+// Hand-off (one producer, the benchmark thread, submits kBatch no-op jobs; kWorkers threads
+// run them; an iteration ends when all ran; jobs/s is the `items_per_second` counter):
+//   BM_AsioThreadPool            `asio::post` of a lambda to an `asio::thread_pool`
+//   BM_AsioThreadPoolWithResult  the same plus a std::promise / std::future per job: a result
+//                                the submitter could wait for, as every Sandglass job has
+//   BM_MutexDequePool            a std::mutex + std::condition_variable + std::deque of
+//                                std::function pool: what one writes by hand
+//   BM_TbbArena                  oneTBB: `task_arena::enqueue` into an arena of kWorkers
+//                                threads (left out when built without libtbb-dev)
+//   BM_SandglassRuntime          `Runtime::submit` of `{.kind = "noop", .budget = 10s}` with an
+//                                outcome callback; the handler calls `ctx.checkpoint()`. Every
+//                                outcome must be `Reason::ok`, or the benchmark reports an error
+// Costs:
+//   BM_Checkpoint                `ctx.checkpoint()` on a context that is never cancelled
+//   BM_AdmissionDecision/...     `DeadlineQueue::admit` with 256 jobs queued: /0 a job that is
+//                                admitted (then removed again: the pair is timed), /1 a job
+//                                rejected as deadline_implausible (the decision alone)
+//   BM_RejectionLatency/...      `Runtime::submit` until the rejected outcome's callback ran
+//                                (it runs inside submit): /0 queue_full, /1 deadline_implausible
+//   BM_CancelToObserved/...      from `JobHandle::cancel()` until the running handler sees it:
+//                                /0 a handler polling `ctx.cancelled()`, /1 one blocked in
+//                                `ctx.sleep_for()`; counter `to_outcome_us`: until `wait()` returns
+//   BM_DeadlineToObserved/...    from the job's deadline until its handler sees the deadline
+//                                cancellation (the timer thread's lateness plus the wake-up);
+//                                /0 polling, /1 sleeping
+// The latency benchmarks report manual time: the time per iteration is the mean latency; the
+// counters p50_us and p99_us are its median and 99th percentile.
 //
-// The pool / runtime is created once per benchmark run (outside the timed loop), so thread
-// start-up is not measured; each timed iteration is one batch of kBatch jobs. Throughput is the
-// `items_per_second` counter (jobs/s); times are wall-clock (UseRealTime), because the
-// benchmark thread mostly waits for the workers.
+// The pools and runtimes are created once per benchmark run (outside the timed loop), so thread
+// start-up is not measured. Times are wall-clock (UseRealTime), because the benchmark thread
+// mostly waits for the workers.
 //
 // Run (from the repository root):
 //   cmake -S . -B build -G Ninja -DSANDGLASS_INSTALL_TEST=OFF
 //   ninja -C build sandglass-handoff-bench
 //   ./build/bench/sandglass-handoff-bench --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
-// Numbers on a 2-core machine are noisy; compare the two hand-offs within one run.
+// Numbers on a 2-core machine are noisy; compare within one run.
 #include <sandglass/budget_policy.hpp>
 #include <sandglass/cancel.hpp>
 #include <sandglass/deadline.hpp>
+#include <sandglass/deadline_queue.hpp>
 #include <sandglass/job_context.hpp>
 #include <sandglass/outcome.hpp>
 #include <sandglass/runtime.hpp>
@@ -37,13 +51,25 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 
+#if SANDGLASS_BENCH_HAVE_TBB
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/task_arena.h>
+#endif
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <future>
 #include <latch>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace {
 
@@ -88,6 +114,78 @@ void BM_AsioThreadPoolWithResult(benchmark::State& state) {
 }
 BENCHMARK(BM_AsioThreadPoolWithResult)->UseRealTime()->MinTime(1.0)->Unit(benchmark::kMillisecond);
 
+// The pool one writes by hand: a mutex, a condition variable and a deque of std::function.
+class MutexDequePool {
+ public:
+  explicit MutexDequePool(std::size_t threads) {
+    for (std::size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });
+  }
+  ~MutexDequePool() {
+    {
+      std::lock_guard lock{mu_};
+      stopping_ = true;
+    }
+    ready_.notify_all();
+  }
+  void post(std::function<void()> job) {
+    {
+      std::lock_guard lock{mu_};
+      jobs_.push_back(std::move(job));
+    }
+    ready_.notify_one();
+  }
+
+ private:
+  void work() {
+    std::unique_lock lock{mu_};
+    for (;;) {
+      ready_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+      if (jobs_.empty()) return;
+      std::function<void()> job = std::move(jobs_.front());
+      jobs_.pop_front();
+      lock.unlock();
+      job();
+      lock.lock();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable ready_;
+  std::deque<std::function<void()>> jobs_;  // guarded by mu_
+  bool stopping_ = false;                   // guarded by mu_
+  std::vector<std::jthread> threads_;       // last: joined first
+};
+
+void BM_MutexDequePool(benchmark::State& state) {
+  MutexDequePool pool{kWorkers};
+  for (auto _ : state) {
+    std::latch done{kBatch};
+    for (std::int64_t i = 0; i < kBatch; ++i) {
+      pool.post([&done] { done.count_down(); });
+    }
+    done.wait();
+  }
+  state.SetItemsProcessed(state.iterations() * kBatch);
+}
+BENCHMARK(BM_MutexDequePool)->UseRealTime()->MinTime(1.0)->Unit(benchmark::kMillisecond);
+
+#if SANDGLASS_BENCH_HAVE_TBB
+void BM_TbbArena(benchmark::State& state) {
+  // kWorkers TBB worker threads serve the arena; the producer is not one of its slots.
+  tbb::global_control threads{tbb::global_control::max_allowed_parallelism, kWorkers + 1};
+  tbb::task_arena arena{static_cast<int>(kWorkers), 0};
+  for (auto _ : state) {
+    std::latch done{kBatch};
+    for (std::int64_t i = 0; i < kBatch; ++i) {
+      arena.enqueue([&done] { done.count_down(); });
+    }
+    done.wait();
+  }
+  state.SetItemsProcessed(state.iterations() * kBatch);
+}
+BENCHMARK(BM_TbbArena)->UseRealTime()->MinTime(1.0)->Unit(benchmark::kMillisecond);
+#endif
+
 void BM_SandglassRuntime(benchmark::State& state) {
   // Room for a whole batch: the producer may run far ahead of the workers.
   sandglass::Runtime rt{{.workers = kWorkers, .capacity = kBatch + 1024}};
@@ -125,6 +223,162 @@ void BM_Checkpoint(benchmark::State& state) {
   if (ctx.cancelled()) state.SkipWithError("context was cancelled");
 }
 BENCHMARK(BM_Checkpoint);
+
+// Admission alone: a queue holding 256 jobs of a kind estimated at 2 ms, 8 workers.
+void BM_AdmissionDecision(benchmark::State& state) {
+  const bool implausible = state.range(0) == 1;
+  sandglass::DeadlineQueue queue{{.capacity = 4096, .workers = 8}};
+  const sandglass::TimePoint now = sandglass::Clock::now();
+  std::vector<sandglass::QueueItem> queued(256);
+  for (std::size_t i = 0; i < queued.size(); ++i) {
+    queued[i].deadline = sandglass::Deadline::after(10s + std::chrono::microseconds{i}, now);
+    queued[i].estimate = 2ms;
+    if (!queue.admit(queued[i], now).admitted()) state.SkipWithError("set-up admission failed");
+  }
+  sandglass::QueueItem newcomer;
+  // 256 x 2 ms / 8 workers = 64 ms of work ahead: 1 s fits, 50 ms does not.
+  newcomer.deadline = sandglass::Deadline::after(implausible ? 50ms : 1s, now);
+  newcomer.estimate = 2ms;
+  for (auto _ : state) {
+    const sandglass::Admission a = queue.admit(newcomer, now);
+    benchmark::DoNotOptimize(a);
+    if (a.admitted()) queue.remove(newcomer);
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.SetLabel(implausible ? "deadline_implausible" : "admitted+removed");
+  for (auto& item : queued) queue.remove(item);
+}
+BENCHMARK(BM_AdmissionDecision)->Arg(0)->Arg(1);
+
+// A whole rejection through the Runtime: from submit until the outcome callback ran.
+void BM_RejectionLatency(benchmark::State& state) {
+  const bool implausible = state.range(0) == 1;
+  sandglass::Runtime rt{{.workers = 1, .capacity = 1}};
+  // Teach the estimator that "slow" takes about 10 ms.
+  rt.submit({.kind = "slow", .budget = 1s}, [](sandglass::JobContext& ctx) { ctx.sleep_for(10ms); }).wait();
+  // Occupy the worker, then fill the queue.
+  std::latch running{1};
+  auto blocker = rt.submit({.kind = "block", .budget = 60s}, [&running](sandglass::JobContext& ctx) {
+    running.count_down();
+    ctx.sleep_for(60s);
+  });
+  running.wait();
+  auto filler = rt.submit({.kind = "block", .budget = 60s}, [](sandglass::JobContext&) {});
+  const sandglass::Reason expected =
+      implausible ? sandglass::Reason::deadline_implausible : sandglass::Reason::queue_full;
+  sandglass::JobSpec spec{.kind = implausible ? "slow" : "noop", .budget = implausible ? 5ms : 10s};
+  std::uint64_t wrong = 0;
+  for (auto _ : state) {
+    rt.submit(spec, [](sandglass::JobContext&) {},
+              [&wrong, expected](const sandglass::Outcome& o) { wrong += o.reason != expected; });
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.SetLabel(std::string{sandglass::to_string(expected)});
+  blocker.cancel();
+  rt.shutdown(1s);
+  if (wrong != 0) state.SkipWithError(("unexpected outcomes: " + std::to_string(wrong)).c_str());
+}
+BENCHMARK(BM_RejectionLatency)->Arg(0)->Arg(1)->UseRealTime();
+
+// Median and 99th percentile of latency samples, as counters in microseconds: on a noisy
+// machine the mean (the reported time) is dominated by a few preempted iterations.
+void report_percentiles(benchmark::State& state, std::vector<double>& samples_us) {
+  if (samples_us.empty()) return;
+  std::sort(samples_us.begin(), samples_us.end());
+  auto at = [&](double q) {
+    return samples_us[std::min(samples_us.size() - 1, static_cast<std::size_t>(q * static_cast<double>(samples_us.size())))];
+  };
+  state.counters["p50_us"] = at(0.50);
+  state.counters["p99_us"] = at(0.99);
+}
+
+// A handler that waits for cancellation: polling a checkpoint, or blocked in sleep_for. It
+// stores when it noticed into `seen`.
+void wait_for_cancellation(sandglass::JobContext& ctx, bool sleeping, std::latch& started,
+                           std::atomic<sandglass::TimePoint>& seen) {
+  started.count_down();
+  try {
+    if (sleeping) {
+      ctx.sleep_for(60s);
+    } else {
+      for (;;) ctx.checkpoint();
+    }
+  } catch (const sandglass::Cancelled&) {
+    // Pairs with the acquire loads of the benchmark thread.
+    seen.store(sandglass::Clock::now(), std::memory_order_release);
+    throw;
+  }
+}
+
+void BM_CancelToObserved(benchmark::State& state) {
+  const bool sleeping = state.range(0) == 1;
+  sandglass::Runtime rt{{.workers = 1, .capacity = 16}};
+  double to_outcome_us = 0;
+  std::vector<double> samples_us;
+  for (auto _ : state) {
+    std::latch started{1};
+    std::atomic<sandglass::TimePoint> seen{sandglass::TimePoint{}};
+    auto job = rt.submit({.kind = "wait", .budget = 60s}, [&](sandglass::JobContext& ctx) {
+      wait_for_cancellation(ctx, sleeping, started, seen);
+    });
+    started.wait();
+    std::this_thread::sleep_for(50us);  // let it reach its wait
+    const sandglass::TimePoint t0 = sandglass::Clock::now();
+    job.cancel();
+    job.wait();  // blocks rather than spins: on 2 cores a spinning waiter delays the handler
+    const sandglass::TimePoint outcome = sandglass::Clock::now();
+    const sandglass::TimePoint observed = seen.load(std::memory_order_acquire);
+    state.SetIterationTime(std::chrono::duration<double>{observed - t0}.count());
+    samples_us.push_back(std::chrono::duration<double, std::micro>{observed - t0}.count());
+    to_outcome_us += std::chrono::duration<double, std::micro>{outcome - t0}.count();
+  }
+  state.counters["to_outcome_us"] = to_outcome_us / static_cast<double>(state.iterations());
+  report_percentiles(state, samples_us);
+  state.SetLabel(sleeping ? "sleep_for" : "checkpoint loop");
+  rt.shutdown(1s);
+}
+BENCHMARK(BM_CancelToObserved)->Arg(0)->Arg(1)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+void BM_DeadlineToObserved(benchmark::State& state) {
+  const bool sleeping = state.range(0) == 1;
+  sandglass::Runtime rt{{.workers = 1, .capacity = 64}};
+  auto noop = [](sandglass::JobContext&) {};
+  std::vector<double> samples_us;
+  std::int64_t retries = 0;
+  for (auto _ : state) {
+    // On a busy machine the worker may not start the job before its deadline (the outcome is
+    // then expired_in_queue): try again, up to a limit.
+    for (int attempt = 0;; ++attempt) {
+      // Runs cut by their deadline teach the estimator that "wait" takes its whole budget, and
+      // admission would then reject the next as implausible: short runs keep its p90 short.
+      for (int i = 0; i < 16; ++i) rt.submit({.kind = "wait", .budget = 1s}, noop).wait();
+      std::latch started{1};
+      std::atomic<sandglass::TimePoint> seen{sandglass::TimePoint{}};
+      sandglass::Deadline deadline;
+      auto job = rt.submit({.kind = "wait", .budget = 5ms}, [&](sandglass::JobContext& ctx) {
+        deadline = ctx.deadline();  // read after wait(), which orders it
+        wait_for_cancellation(ctx, sleeping, started, seen);
+      });
+      const sandglass::Outcome o = job.wait();
+      if (o.reason == sandglass::Reason::cancelled_while_running) {
+        const sandglass::TimePoint observed = seen.load(std::memory_order_acquire);
+        state.SetIterationTime(std::chrono::duration<double>{observed - deadline.time_point()}.count());
+        samples_us.push_back(std::chrono::duration<double, std::micro>{observed - deadline.time_point()}.count());
+        break;
+      }
+      ++retries;
+      if (attempt == 20) {
+        state.SkipWithError(("unexpected outcome: " + std::string{sandglass::to_string(o.reason)}).c_str());
+        break;
+      }
+    }
+  }
+  report_percentiles(state, samples_us);
+  state.counters["retries"] = static_cast<double>(retries);
+  state.SetLabel(sleeping ? "sleep_for" : "checkpoint loop");
+  rt.shutdown(1s);
+}
+BENCHMARK(BM_DeadlineToObserved)->Arg(0)->Arg(1)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

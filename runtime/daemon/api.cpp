@@ -141,6 +141,7 @@ Api::ClientGone Api::submit(const HttpRequest& request, Respond& respond) {
     return job.id();
   };
   JobId id = 0;
+  bool attached = false;
   if (req.idempotency_key.empty()) {
     id = submit_job();
   } else {
@@ -153,6 +154,7 @@ Api::ClientGone Api::submit(const HttpRequest& request, Respond& respond) {
       return {};
     }
     id = keyed.id;
+    attached = keyed.attached;
   }
 
   if (req.wait) {
@@ -164,8 +166,9 @@ Api::ClientGone Api::submit(const HttpRequest& request, Respond& respond) {
     }
     return [this, id] { records_.leave(id); };
   }
-  if (auto o = records_.outcome(id)) {
-    // Over already (rejected at admission, or an earlier job with this key): say so at once.
+  // Rejected at admission, or an earlier job with this key that is over: say so at once. (A
+  // new job that was quick enough to be over already still gets its 202.)
+  if (auto o = records_.outcome(id); o && (attached || o->state == State::rejected)) {
     respond(outcome_response(*o));
     return {};
   }

@@ -1,0 +1,143 @@
+#include "options.hpp"
+
+#include "policy.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace sandglass::bench {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t end = text.find(',', start);
+    out.push_back(text.substr(start, end - start));
+    if (end == std::string::npos) return out;
+    start = end + 1;
+  }
+}
+
+[[noreturn]] void fail(const std::string& flag, const std::string& message) {
+  std::fprintf(stderr, "sandglass-overload: %s: %s\n", flag.c_str(), message.c_str());
+  std::exit(2);
+}
+
+double parse_load(const std::string& text) {
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc{} || end != text.data() + text.size() || !(v > 0) || v > 1000) {
+    fail("--load", "expected multiples of capacity above 0 (at most 1000), got \"" + text + "\"");
+  }
+  return v;
+}
+
+std::string join_args(int argc, char** argv) {
+  std::string out = "sandglass-overload";
+  for (int i = 1; i < argc; ++i) out += std::string{" "} + argv[i];
+  return out;
+}
+
+}  // namespace
+
+Options parse_options(int argc, char** argv) {
+  Options o;
+  std::string policies, loads, duration, body = "sleep", service = o.service.describe(),
+              deadline = "20ms", capacity_duration;
+  bool no_drop = false;
+  CLI::App app{
+      "sandglass-overload: goodput, wasted work and latency of four queueing policies from "
+      "light load to 10x overload, open loop.",
+      "sandglass-overload"};
+  app.add_option("--policies", policies, "fifo,bounded-fifo,drop-expired,sandglass (default: all)");
+  app.add_option("--load", loads, "offered loads as multiples of the measured capacity (0.5,1,2,5,10)");
+  app.add_option("--duration", duration, "per load point, e.g. 3s (spike: per phase)");
+  app.add_option("--workers", o.workers, "worker threads of every policy (8)")->check(CLI::Range(1, 4096));
+  app.add_option("--capacity", o.capacity, "queue capacity of bounded-fifo and sandglass (1024)")
+      ->check(CLI::Range(1, 100'000'000));
+  app.add_option("--body", body, "sleep (I/O-like) or spin (CPU time)");
+  app.add_option("--service", service, "service time: fixed:D, exp:MEAN, lognormal:MEDIAN:SIGMA (exp:2ms)");
+  app.add_option("--deadline", deadline, "budget per job from its arrival: D or a distribution (20ms)");
+  app.add_option("--seed", o.seed, "seed of arrivals and job sizes (1)");
+  app.add_option("--json", o.json_path, "write the results as JSON to FILE");
+  app.add_option("--plot", o.plot_path, "draw goodput and wasted work against load to FILE.svg or .png (gnuplot)");
+  app.add_flag("--spike", o.spike, "run 0.8x -> 1.4x -> 0.8x of capacity and report recovery times");
+  app.add_option("--target", o.target, "drive a running sandglassd at http://127.0.0.1:PORT instead");
+  app.add_flag("--smoke", o.smoke, "a run of a few seconds that checks the bench works (CI)");
+  app.add_flag("--verbose", o.verbose, "print diagnostics under each row (generator lag, utilization, ...)");
+  app.add_option("--estimate-quantile", o.estimate_quantile, "sandglass: percentile of run times admission uses (0.9, the Runtime's default)")
+      ->check(CLI::Range(0.01, 1.0));
+  app.add_flag("--no-drop-if-cannot-finish", no_drop, "sandglass: do not drop at dequeue what cannot finish");
+  app.add_option("--capacity-duration", capacity_duration, "how long to measure capacity (3s)");
+  app.add_option("--warm-up-jobs", o.warm_up_jobs, "jobs run through each policy before each point (256)");
+  app.add_option("--connections", o.connections, "HTTP mode: most connections open at once (512)")
+      ->check(CLI::Range(1, 100'000));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    std::exit(app.exit(e) == 0 ? 0 : 2);
+  }
+  o.command_line = join_args(argc, argv);
+  o.drop_if_cannot_finish = !no_drop;
+
+  if (o.smoke) {
+    // Seconds, not minutes; flags given explicitly still win below.
+    o.loads = {1, 5};
+    o.duration = 250ms;
+    if (app.count("--workers") == 0) o.workers = 4;
+    o.capacity_duration = 300ms;
+    if (app.count("--warm-up-jobs") == 0) o.warm_up_jobs = 64;
+  }
+  if (!policies.empty()) {
+    for (const std::string& p : split_list(policies)) {
+      if (std::find(policy_names().begin(), policy_names().end(), p) == policy_names().end()) {
+        fail("--policies", "unknown policy \"" + p + "\" (fifo, bounded-fifo, drop-expired, sandglass)");
+      }
+      o.policies.push_back(p);
+    }
+  } else {
+    for (std::string_view p : policy_names()) o.policies.emplace_back(p);
+  }
+  if (!loads.empty()) {
+    o.loads.clear();
+    for (const std::string& l : split_list(loads)) o.loads.push_back(parse_load(l));
+  }
+  auto parse_d = [](const std::string& flag, const std::string& text) {
+    try {
+      const Duration d = parse_duration(text);
+      if (d <= Duration::zero()) fail(flag, "must be positive, got \"" + text + "\"");
+      return d;
+    } catch (const std::invalid_argument& e) {
+      fail(flag, e.what());
+    }
+  };
+  if (!duration.empty()) o.duration = parse_d("--duration", duration);
+  if (!capacity_duration.empty()) o.capacity_duration = parse_d("--capacity-duration", capacity_duration);
+  const auto b = body_from_string(body);
+  if (!b) fail("--body", "expected sleep or spin, got \"" + body + "\"");
+  o.body = *b;
+  try {
+    o.service = Distribution::parse(service);
+  } catch (const std::invalid_argument& e) {
+    fail("--service", e.what());
+  }
+  try {
+    o.deadline = Distribution::parse(deadline);
+  } catch (const std::invalid_argument& e) {
+    fail("--deadline", e.what());
+  }
+  if (!o.target.empty() && !o.target.starts_with("http://127.0.0.1:")) {
+    fail("--target", "only http://127.0.0.1:PORT targets are driven, got \"" + o.target + "\"");
+  }
+  return o;
+}
+
+}  // namespace sandglass::bench

@@ -1,0 +1,54 @@
+// options.hpp — the command line of sandglass-overload.
+//
+//   sandglass-overload [--policies fifo,bounded-fifo,drop-expired,sandglass]
+//                      [--load 0.5,1,2,5,10] [--duration 3s] [--workers 8] [--body sleep|spin]
+//                      [--service exp:2ms] [--deadline 20ms] [--seed 1] [--json FILE]
+//                      [--plot FILE.svg|.png] [--spike] [--target http://127.0.0.1:PORT]
+//                      [--smoke] ...
+//
+// Durations read "250us", "2ms", "1s"; distributions "fixed:D", "exp:MEAN",
+// "lognormal:MEDIAN:SIGMA", "uniform:MIN:MAX".
+//
+// Thread safety: a value type.
+#pragma once
+
+#include "distribution.hpp"
+#include "job_body.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sandglass::bench {
+
+struct Options {
+  std::vector<std::string> policies;  // default: all, in the bench's order
+  std::vector<double> loads{0.5, 1, 2, 5, 10};
+  Duration duration = std::chrono::seconds{3};   // per load point (per phase of a spike)
+  std::size_t workers = 8;
+  std::size_t capacity = 1024;                   // queue capacity of bounded-fifo and sandglass
+  Body body = Body::sleep;
+  Distribution service = Distribution::parse("exp:2ms");
+  Distribution deadline = Distribution::fixed(std::chrono::milliseconds{20});
+  std::uint64_t seed = 1;
+  std::string json_path;
+  std::string plot_path;
+  bool spike = false;
+  std::string target;  // HTTP mode when set
+  bool smoke = false;
+  bool verbose = false;  // a diagnostics line under each table row
+  // Sandglass's knobs: the Runtime's defaults (bench/README.md shows what other quantiles do).
+  double estimate_quantile = 0.9;
+  bool drop_if_cannot_finish = true;
+  // Measurement.
+  Duration capacity_duration = std::chrono::seconds{3};
+  std::size_t warm_up_jobs = 256;
+  std::size_t connections = 512;  // HTTP mode: most connections open at once
+  std::string command_line;       // as given, for the report
+};
+
+// Exits: 0 after --help, 2 with a message naming the flag on bad input.
+Options parse_options(int argc, char** argv);
+
+}  // namespace sandglass::bench
