@@ -6,6 +6,8 @@
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
 
+#include <spdlog/spdlog.h>
+
 #include <charconv>
 #include <optional>
 #include <string>
@@ -42,6 +44,17 @@ std::string fingerprint(const JobRequest& req) {
   return json_text({{"kind", req.kind}, {"args", req.args}, {"priority", to_string(req.priority)}});
 }
 
+// 401 for a request without the configured bearer token. Says nothing of what was sent.
+HttpResponse unauthorized(BearerAuth::Verdict verdict) {
+  HttpResponse r = error_response(kStatusUnauthorized,
+                                  verdict == BearerAuth::Verdict::missing
+                                      ? "a bearer token is required: Authorization: Bearer TOKEN"
+                                      : "the bearer token is not valid",
+                                  "authorization");
+  r.headers.emplace_back("WWW-Authenticate", "Bearer");
+  return r;
+}
+
 std::string known_kinds(const KindRegistry& kinds) {
   std::string out;
   for (const std::string& name : kinds.names()) out += (out.empty() ? "" : ", ") + name;
@@ -66,6 +79,12 @@ HttpResponse outcome_response(const Outcome& outcome) {
 Api::ClientGone Api::handle(const HttpRequest& request, Respond respond) {
   const std::string_view path = split_target(request.target).path;
   const std::string_view method = request.method;
+  if (!is_open_path(path)) {
+    if (const auto verdict = auth_.check(request); verdict != BearerAuth::Verdict::allowed) {
+      respond(unauthorized(verdict));
+      return {};
+    }
+  }
   if (path == kJobsPath) {
     if (method != "POST") {
       respond(method_not_allowed("POST"));
@@ -133,6 +152,8 @@ Api::ClientGone Api::submit(const HttpRequest& request, Respond& respond) {
                  .idempotency_key = req.idempotency_key};
     metrics_.job_submitted(spec.kind, spec.priority);
     auto on_outcome = [this, priority = spec.priority](const Outcome& o) {
+      // Only what the daemon decided: never args, results or error texts, which carry content.
+      spdlog::debug("job {} ({}) ended {} {}", o.id, o.kind, to_string(o.state), to_string(o.reason));
       metrics_.job_finished(o, priority);
       records_.finish(o);  // answers the waiting clients
     };

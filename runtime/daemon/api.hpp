@@ -4,9 +4,13 @@
 //   GET    /v1/jobs/{id}   the job's record          DELETE /v1/jobs/{id}   cancel (cause caller)
 //   GET    /metrics        Prometheus text format    GET /healthz, GET /readyz
 //
+// With a bearer token configured (server.auth_token_file), every path but /metrics, /healthz and
+// /readyz answers 401 unless the request carries it; this is checked before anything else.
+//
 // Thread safety: `handle` may be called concurrently from any number of I/O threads.
 #pragma once
 
+#include "bearer_auth.hpp"
 #include "http_message.hpp"
 #include "job_records.hpp"
 #include "metrics.hpp"
@@ -28,7 +32,7 @@ class Api {
   Api(const DaemonConfig& config, const KindRegistry& kinds, Runtime& runtime,
       JobRecords& records, DaemonMetrics& metrics, const std::atomic<bool>& draining)
       : config_{config}, kinds_{kinds}, runtime_{runtime}, records_{records}, metrics_{metrics},
-        draining_{draining} {}
+        draining_{draining}, auth_{config.auth_token} {}
 
   // What the server calls when the client goes away before its answer.
   using ClientGone = std::function<void()>;
@@ -51,6 +55,7 @@ class Api {
   JobRecords& records_;
   DaemonMetrics& metrics_;
   const std::atomic<bool>& draining_;
+  const BearerAuth auth_;
 };
 
 // A JSON error answer: {"error": message, "field": field} (no "field" when empty).

@@ -35,6 +35,9 @@ constexpr OverrideFlag kOverrideFlags[] = {
      "on SIGTERM, how long queued and running jobs may finish"},
     {"--log-level", "log.level", "LEVEL", "trace, debug, info, warn, error, critical or off"},
     {"--log-format", "log.format", "FORMAT", "text or json (one object per line)"},
+    {"--auth-token-file", "server.auth_token_file", "PATH",
+     "file with the bearer token every path but /healthz, /readyz and /metrics requires "
+     "(mode 0600 or 0400)"},
 };
 constexpr std::size_t kOverrideCount = std::size(kOverrideFlags);
 

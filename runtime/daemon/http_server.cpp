@@ -1,6 +1,7 @@
 #include "http_server.hpp"
 
 #include "http_status.hpp"
+#include "job_request.hpp"
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/io_context.hpp>
@@ -185,6 +186,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_request(error_code ec) {
     if (ec) return on_read_error(ec);
     Request req = parser_->release();
+    log_request_line(req);
     keep_alive_ = req.keep_alive();
     answered_ = false;
     server_.waiting_.fetch_add(1, std::memory_order_relaxed);
@@ -220,7 +222,19 @@ class Session : public std::enable_shared_from_this<Session> {
         });
   }
 
+  // At debug level, each answer is logged with its method and path (never the query, headers
+  // or body, which may carry secrets).
+  void log_request_line(const Request& req) {
+    request_line_.clear();
+    if (!spdlog::should_log(spdlog::level::debug)) return;
+    request_line_ = std::string{req.method_string()} + " " +
+                    std::string{split_target(req.target()).path};
+  }
+
   void write_answer(HttpResponse r) {
+    if (spdlog::should_log(spdlog::level::debug)) {
+      spdlog::debug("{} -> {}", request_line_.empty() ? "refused request" : request_line_, r.status);
+    }
     answered_ = true;
     write_done_ = false;
     client_gone_ = {};
@@ -252,6 +266,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // For errors found while reading: one answer, then the connection closes.
   void answer_and_close(HttpResponse r) {
     server_.waiting_.fetch_add(1, std::memory_order_relaxed);
+    request_line_.clear();  // the request was not read whole
     close_after_write_ = true;
     write_answer(std::move(r));
   }
@@ -273,6 +288,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<Response> response_;
   Api::ClientGone client_gone_;  // tells the API when the client leaves while it waits
+  std::string request_line_;     // "METHOD /path" for the debug log; empty below debug level
   bool keep_alive_ = false;
   bool answered_ = true;
   bool watching_ = false;

@@ -27,6 +27,7 @@ HttpStatus http_status_of(const Outcome& outcome) noexcept;
 // Status codes the daemon uses besides the table above.
 inline constexpr unsigned kStatusAccepted = 202;
 inline constexpr unsigned kStatusBadRequest = 400;
+inline constexpr unsigned kStatusUnauthorized = 401;
 inline constexpr unsigned kStatusNotFound = 404;
 inline constexpr unsigned kStatusMethodNotAllowed = 405;
 inline constexpr unsigned kStatusRequestTimeout = 408;

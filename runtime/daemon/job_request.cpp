@@ -2,6 +2,7 @@
 
 #include <sandglass/wire_budget.hpp>
 
+#include <boost/json/basic_parser_impl.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/parse_options.hpp>
 #include <boost/json/value.hpp>
@@ -9,12 +10,86 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <set>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace sandglass::daemon {
 namespace {
 
 using Result = std::variant<JobRequest, RequestError>;
+
+// A Boost.JSON parser handler that only looks for a key that appears twice in one object.
+// Boost.JSON keeps the last of them; another reader (a proxy, a log, a second parser) may keep
+// the first, and then two parties act on different requests. So a body with one is refused.
+class DuplicateKeyFinder {
+ public:
+  static constexpr std::size_t max_object_size = std::numeric_limits<std::size_t>::max();
+  static constexpr std::size_t max_array_size = std::numeric_limits<std::size_t>::max();
+  static constexpr std::size_t max_key_size = std::numeric_limits<std::size_t>::max();
+  static constexpr std::size_t max_string_size = std::numeric_limits<std::size_t>::max();
+
+  // The dotted path of the first duplicate key ("args.command"), or "" when there is none.
+  const std::string& duplicate() const noexcept { return duplicate_; }
+
+  bool on_document_begin(boost::system::error_code&) { return true; }
+  bool on_document_end(boost::system::error_code&) { return true; }
+  bool on_array_begin(boost::system::error_code&) { return true; }
+  bool on_array_end(std::size_t, boost::system::error_code&) { return true; }
+  bool on_object_begin(boost::system::error_code&) {
+    objects_.push_back({.path = value_path_, .keys = {}});
+    return true;
+  }
+  bool on_object_end(std::size_t, boost::system::error_code&) {
+    objects_.pop_back();
+    return true;
+  }
+  bool on_string_part(boost::json::string_view, std::size_t, boost::system::error_code&) { return true; }
+  bool on_string(boost::json::string_view, std::size_t, boost::system::error_code&) { return true; }
+  bool on_key_part(boost::json::string_view part, std::size_t, boost::system::error_code&) {
+    key_.append(part.data(), part.size());
+    return true;
+  }
+  bool on_key(boost::json::string_view part, std::size_t, boost::system::error_code& ec) {
+    key_.append(part.data(), part.size());
+    Object& object = objects_.back();
+    value_path_ = object.path.empty() ? key_ : object.path + "." + key_;
+    if (!object.keys.insert(std::move(key_)).second) {
+      duplicate_ = value_path_;
+      ec = boost::json::error::syntax;  // stops the parser; duplicate() says why
+      return false;
+    }
+    key_.clear();
+    return true;
+  }
+  bool on_number_part(boost::json::string_view, boost::system::error_code&) { return true; }
+  bool on_int64(std::int64_t, boost::json::string_view, boost::system::error_code&) { return true; }
+  bool on_uint64(std::uint64_t, boost::json::string_view, boost::system::error_code&) { return true; }
+  bool on_double(double, boost::json::string_view, boost::system::error_code&) { return true; }
+  bool on_bool(bool, boost::system::error_code&) { return true; }
+  bool on_null(boost::system::error_code&) { return true; }
+  bool on_comment_part(boost::json::string_view, boost::system::error_code&) { return true; }
+  bool on_comment(boost::json::string_view, boost::system::error_code&) { return true; }
+
+ private:
+  struct Object {
+    std::string path;  // of the key this object is the value of; "" at the top
+    std::set<std::string, std::less<>> keys;
+  };
+  std::vector<Object> objects_;
+  std::string key_;         // the key being read
+  std::string value_path_;  // the path of the last key read
+  std::string duplicate_;
+};
+
+// The dotted path of a key that appears twice in one object of `json` (valid JSON), or "".
+std::string duplicate_key(std::string_view json, const boost::json::parse_options& options) {
+  boost::json::basic_parser<DuplicateKeyFinder> parser{options};
+  boost::system::error_code ec;
+  parser.write_some(false, json.data(), json.size(), ec);
+  return parser.handler().duplicate();
+}
 
 std::optional<Duration> smaller(std::optional<Duration> a, Duration b) {
   return a ? std::min(*a, b) : b;
@@ -78,6 +153,17 @@ std::optional<RequestError> read_wire_budgets(const HttpRequest& request, JobReq
   return std::nullopt;
 }
 
+// The error for a query parameter other than `wait`, naming it as its field. A request target
+// may hold any byte above 0x7F, and the field goes back in a JSON answer, which must be UTF-8:
+// a name that is not printable ASCII is named "query" instead.
+RequestError unknown_query_parameter(std::string_view key) {
+  const auto printable = [](char c) { return c > 0x20 && c < 0x7F; };
+  if (!key.empty() && std::ranges::all_of(key, printable)) {
+    return RequestError{std::string{key}, "is not a known query parameter"};
+  }
+  return RequestError{"query", "has a parameter whose name is empty or not printable ASCII"};
+}
+
 std::optional<RequestError> read_query(std::string_view query, JobRequest& out) {
   while (!query.empty()) {
     const auto amp = query.find('&');
@@ -87,7 +173,7 @@ std::optional<RequestError> read_query(std::string_view query, JobRequest& out) 
     const auto eq = pair.find('=');
     const std::string_view key = pair.substr(0, eq);
     const std::string_view value = eq == std::string_view::npos ? "" : pair.substr(eq + 1);
-    if (key != "wait") return RequestError{std::string{key}, "is not a known query parameter"};
+    if (key != "wait") return unknown_query_parameter(key);
     if (value == "true" || value == "1") {
       out.wait = true;
     } else if (value == "false" || value == "0") {
@@ -126,6 +212,9 @@ std::variant<JobRequest, RequestError> parse_job_request(const HttpRequest& requ
   const boost::json::value body = boost::json::parse(request.body, ec, {}, options);
   if (ec) return RequestError{"body", "is not valid JSON: " + ec.message()};
   if (!body.is_object()) return RequestError{"body", "must be a JSON object"};
+  if (std::string key = duplicate_key(request.body, options); !key.empty()) {
+    return RequestError{std::move(key), "appears more than once in its object"};
+  }
   for (const auto& [key, value] : body.get_object()) {
     if (auto e = read_body_field(key, value, out)) return *e;
   }

@@ -20,6 +20,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 extern char** environ;
 
@@ -40,9 +41,12 @@ std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-// Spawns sandglassd with stdout to `out_fd` and stderr to `err_path`.
-pid_t spawn(const std::vector<std::string>& args, int out_fd, const std::string& err_path) {
-  std::vector<std::string> argv_strings{SANDGLASSD_PATH};
+// Spawns sandglassd (through `launcher`, if not empty) with stdout to `out_fd` and stderr to
+// `err_path`.
+pid_t spawn(const std::vector<std::string>& args, int out_fd, const std::string& err_path,
+            const std::vector<std::string>& launcher = {}) {
+  std::vector<std::string> argv_strings = launcher;
+  argv_strings.push_back(SANDGLASSD_PATH);
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (std::string& s : argv_strings) argv.push_back(s.data());
@@ -71,14 +75,17 @@ std::string write_temp_file(const std::string& name_hint, const std::string& tex
   return path;
 }
 
-DaemonProcess::DaemonProcess(std::vector<std::string> args) {
+DaemonProcess::DaemonProcess(std::vector<std::string> args)
+    : DaemonProcess{std::move(args), {}} {}
+
+DaemonProcess::DaemonProcess(std::vector<std::string> args, std::vector<std::string> launcher) {
   log_path_ = temp_path("log.txt");
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error{"pipe2 failed"};
   if (std::find(args.begin(), args.end(), "--listen") == args.end()) {
     args.insert(args.begin(), {"--listen", "127.0.0.1:0"});
   }
-  pid_ = spawn(args, pipe_fds[1], log_path_);
+  pid_ = spawn(args, pipe_fds[1], log_path_, launcher);
   ::close(pipe_fds[1]);
   std::string out;
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds{30};

@@ -21,6 +21,9 @@ class DaemonProcess {
   // waits for its port. Throws
   // std::runtime_error if it does not report one within 30 s.
   explicit DaemonProcess(std::vector<std::string> args = {});
+  // The same, with sandglassd run by `launcher` (a program and its arguments, e.g. setpriv with
+  // other credentials), which must exec sandglassd in its own place: pid() is then the daemon's.
+  DaemonProcess(std::vector<std::string> args, std::vector<std::string> launcher);
   DaemonProcess(const DaemonProcess&) = delete;
   DaemonProcess& operator=(const DaemonProcess&) = delete;
   ~DaemonProcess();  // SIGKILL if still running

@@ -68,6 +68,37 @@ TEST_SUITE("job request") {
     CHECK(std::get<RequestError>(unknown).field == "colour");
   }
 
+  TEST_CASE("a query parameter whose name is not printable ASCII is named query") {
+    for (const char* target : {"/v1/jobs?\xff\xfe=1", "/v1/jobs?=1", "/v1/jobs?a\x7f=1"}) {
+      CAPTURE(target);
+      const auto r = parse_job_request(post(R"({"kind":"sleep"})", target), 32);
+      REQUIRE(std::holds_alternative<RequestError>(r));
+      CHECK(std::get<RequestError>(r).field == "query");
+    }
+  }
+
+  TEST_CASE("a key that appears twice in one object is refused naming its path") {
+    const std::pair<const char*, const char*> cases[] = {
+        {R"({"kind":"sleep","kind":"spin"})", "kind"},
+        {R"({"kind":"sleep","args":{"ms":1},"args":{"ms":2}})", "args"},
+        {R"({"kind":"exec","args":{"command":"cat","command":"rm"}})", "args.command"},
+        {R"({"kind":"forward","args":{"upstream":"a","body":{"args":{"x":1,"x":2}}}})", "args.body.args.x"},
+        {R"({"kind":"forward","args":{"upstream":"a","body":[{"k":1,"k":2}]}})", "args.body.k"},
+        {R"({"kind":"sl\u0065ep","k\u0069nd":"spin"})", "kind"},  // the same key, escaped
+    };
+    for (const auto& [body, field] : cases) {
+      CAPTURE(body);
+      const auto r = parse_job_request(post(body), 32);
+      REQUIRE(std::holds_alternative<RequestError>(r));
+      CHECK(std::get<RequestError>(r).field == field);
+      CHECK(std::get<RequestError>(r).message == "appears more than once in its object");
+    }
+    // The same key in different objects is fine.
+    const auto ok = parse_job_request(
+        post(R"({"kind":"forward","args":{"upstream":"a","body":{"kind":"sleep","args":{"ms":1}}}})"), 32);
+    CHECK(std::holds_alternative<JobRequest>(ok));
+  }
+
   TEST_CASE("nesting deeper than the limit is rejected as a bad body") {
     const auto r = parse_job_request(post(R"({"kind":"sleep","args":{"a":{"b":{"c":1}}}})"), 3);
     REQUIRE(std::holds_alternative<RequestError>(r));

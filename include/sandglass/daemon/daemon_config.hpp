@@ -96,6 +96,12 @@ struct DaemonConfig {
   std::string log_format = "text";            // text or json
   std::map<std::string, CommandConfig, std::less<>> commands;
   std::map<std::string, UpstreamConfig, std::less<>> upstreams;
+  // The bearer token that every path but /healthz, /readyz and /metrics requires; empty: none.
+  // The key server.auth_token_file sets both: the file is read when the key is read (one line
+  // of at most 4096 visible ASCII characters, the trailing newline dropped; the file must not
+  // be accessible to group or others). Never logged.
+  std::string auth_token;
+  std::string auth_token_file;  // where auth_token was read from; empty when set in code
 
   // Throws ConfigError naming the first inconsistent key.
   void validate() const;
