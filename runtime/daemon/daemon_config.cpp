@@ -297,7 +297,6 @@ void set_auth_token_file(DaemonConfig& c, const Entry& e) {
 
 constexpr Field<DaemonConfig> kServerFields[] = {
     {"listen", set_listen},
-    {"auth_token_file", set_auth_token_file},
     {"io_threads", [](DaemonConfig& c, const Entry& e) { c.io_threads = e.count(1, 256); }},
     {"max_body_bytes",
      [](DaemonConfig& c, const Entry& e) { c.limits.max_body_bytes = e.count(1, kMaxBytes); }},
@@ -310,6 +309,7 @@ constexpr Field<DaemonConfig> kServerFields[] = {
     {"idle_timeout_ms", [](DaemonConfig& c, const Entry& e) { c.limits.idle_timeout = e.ms(1); }},
     {"max_json_depth",
      [](DaemonConfig& c, const Entry& e) { c.limits.max_json_depth = e.count(1, 1024); }},
+    {"auth_token_file", set_auth_token_file},
 };
 
 constexpr Field<DaemonConfig> kRuntimeFields[] = {

@@ -7,10 +7,6 @@
 
 #include <doctest/doctest.h>
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
-
 #include <atomic>
 #include <cstddef>
 #include <fstream>
@@ -53,15 +49,6 @@ std::size_t resident_kib(pid_t pid) {
     if (line.starts_with("VmRSS:")) return std::stoul(line.substr(6));
   }
   return 0;
-}
-
-// True once the peer has closed or reset the connection, without reading from it (a client
-// that never reads must not drain its socket to find out).
-bool peer_closed(const Connection& c) {
-  tcp_info info{};
-  socklen_t length = sizeof info;
-  if (::getsockopt(c.fd(), IPPROTO_TCP, TCP_INFO, &info, &length) != 0) return true;
-  return info.tcpi_state != TCP_ESTABLISHED;
 }
 
 // One answer on `c`, or nullopt when the connection closed first.
@@ -206,7 +193,7 @@ TEST_SUITE("sandglassd bad input") {
 
   TEST_CASE("huge budgets are clamped to the maximum and zero budgets are too small" *
             doctest::timeout(60)) {
-    DaemonProcess d{{"--max-budget-ms", "5000", "--min-budget-ms", "2"}};
+    DaemonProcess d{{"--default-budget-ms", "1000", "--max-budget-ms", "5000", "--min-budget-ms", "2"}};
     const std::string job{kQuickJob};
     SUBCASE("clamped") {
       const Headers huge[] = {
@@ -343,7 +330,7 @@ TEST_SUITE("sandglassd bad input") {
       // A body past the limit, a header section past it, thousands of headers.
       {
         Connection c{d.port()};
-        const auto a = ask(c, request_bytes("POST", "/v1/jobs", std::string(100'000, ' ')));
+        const auto a = ask(c, request_bytes("POST", "/v1/jobs", std::string(70'000, ' ')));
         REQUIRE(a.has_value());
         CHECK(a->status == 413);
         CHECK(c.closed_by_server(kPatience));
@@ -394,15 +381,21 @@ TEST_SUITE("sandglassd bad input") {
       }
       for (auto& c : silent) CHECK(c->closed_by_server(kPatience));
       silent.clear();
-      // A client that never reads its 6 MB answers: closed after write_timeout.
+      // A client that never reads its 6 MB answers: closed after write_timeout. Its FIN waits
+      // behind the unsent answer, so the client cannot see it without reading; the daemon's
+      // descriptors show it (the well-behaved client's connection is the one left open).
       {
+        const std::string submitted = R"(sandglass_jobs_submitted_total{kind="exec",priority="normal"})";
+        const double before = metric(d.port(), submitted);
         Connection greedy{d.port()};
         std::string pipelined;
         for (int i = 0; i < 4; ++i) {
           pipelined += request_bytes("POST", "/v1/jobs", R"({"kind":"exec","args":{"command":"big"}})");
         }
         greedy.send(pipelined);
-        CHECK(eventually([&] { return peer_closed(greedy); }, kPatience));
+        CHECK(eventually([&] { return metric(d.port(), submitted) > before; }, kPatience));
+        CHECK(eventually([&] { return open_fds(d.pid()) == idle_fds + 1; }, kPatience));
+        CHECK(greedy.closed_by_server(kPatience));  // reads what was sent before the close
       }
       // More connections than the limit: those past it are closed without an answer.
       {
@@ -422,6 +415,9 @@ TEST_SUITE("sandglassd bad input") {
         CHECK(served >= 1);
         CHECK(served < kMaxConnections);  // the well-behaved client holds one
         CHECK(refused >= 12);
+        flood.clear();
+        // Until the daemon has seen them go, new connections would be closed at once.
+        CHECK(eventually([&] { return open_fds(d.pid()) == idle_fds + 1; }, kPatience));
       }
     };
 
@@ -437,15 +433,21 @@ TEST_SUITE("sandglassd bad input") {
 
     // Every descriptor the bad clients cost is given back, exactly.
     CHECK(eventually([&] { return open_fds(d.pid()) == idle_fds; }, kPatience));
-    // Resident memory comes back to within 16 MiB of what it was after the warm-up round:
+    // Resident memory comes back to within 8 MiB of what it was after the warm-up round:
     // allocators keep freed memory, so equality is not to be expected, but a leak of what a
-    // round costs (6 MB answers, 64 KiB bodies, dozens of connections) would exceed it.
-    constexpr std::size_t kBoundKib = 16 * 1024;
-    std::size_t end_kib = 0;
+    // round costs (a 6 MB answer, 64 KiB bodies, dozens of connections) would exceed it in two
+    // rounds. (Seen: 6.2 MB at start, 8.3 after the warm-up, 9.1 at the end.) Not under ASan,
+    // whose quarantine holds freed memory on purpose, nor TSan, whose allocator is its own.
+    constexpr std::size_t kBoundKib = 8 * 1024;
+    std::size_t end_kib = resident_kib(d.pid());
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    MESSAGE("resident memory bound not checked under a sanitizer");
+#else
     CHECK(eventually([&] {
       end_kib = resident_kib(d.pid());
       return end_kib <= warm_kib + kBoundKib;
     }, kPatience));
+#endif
     MESSAGE("VmRSS: " << cold_kib << " KiB at start, " << warm_kib << " KiB after the warm-up round, "
             << end_kib << " KiB after two more rounds; " << served_during
             << " answers to the well-behaved client meanwhile");
