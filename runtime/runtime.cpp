@@ -16,6 +16,7 @@ std::string RuntimeOptions::validate() const {
   if (!(estimate_quantile > 0.0 && estimate_quantile <= 1.0)) {
     return "estimate_quantile: must be in (0, 1]";
   }
+  if (overrun_after <= Duration::zero()) return "overrun_after: must be positive";
   return {};
 }
 
@@ -41,6 +42,7 @@ void Runtime::shutdown_until(Deadline drain_deadline) { core_->shutdown_until(dr
 void Runtime::stop_admitting() { core_->stop_admitting(); }
 
 RuntimeStats Runtime::stats() const { return core_->stats(); }
+std::vector<Overrun> Runtime::overruns() const { return core_->overruns(); }
 
 const RuntimeOptions& Runtime::options() const noexcept { return core_->options(); }
 
@@ -79,7 +81,10 @@ JobProgress JobHandle::progress() const noexcept {
   JobProgress p{.budget = job_->budget, .enqueued_at = job_->enqueued_at,
                 .deadline = job_->deadline};
   // Pairs with the release store in RuntimeCore::start: started_at is written before it.
-  if (job_->started_.load(std::memory_order_acquire)) p.started_at = job_->started_at;
+  if (job_->started_.load(std::memory_order_acquire)) {
+    p.started_at = job_->started_at;
+    p.worker = job_->worker;
+  }
   return p;
 }
 

@@ -148,7 +148,7 @@ bool RuntimeCore::cancel(Job& job, CancelCause cause) {
   return false;
 }
 
-std::shared_ptr<Job> RuntimeCore::next_job(std::shared_ptr<Job> finished,
+std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<Job> finished,
                                            Outcome&& outcome) noexcept {
   thread_local std::vector<DroppedItem> dropped;
   std::vector<DroppedJob> dropped_jobs;
@@ -159,7 +159,7 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::shared_ptr<Job> finished,
     const TimePoint now = Clock::now();
     QueueItem* item = queue_.pop(now, dropped, can_start_);
     take_dropped(dropped, dropped_jobs);
-    std::shared_ptr<Job> started = item != nullptr ? start(job_of(item), now) : nullptr;
+    std::shared_ptr<Job> started = item != nullptr ? start(job_of(item), now, worker) : nullptr;
     // More work than this worker: pass the wake-up on (submitters skip it while one spins).
     const bool wake_another = started && !queue_.empty() && claim_idle_worker();
     if (started || finished || !dropped_jobs.empty()) {
@@ -199,9 +199,10 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::shared_ptr<Job> finished,
   }
 }
 
-std::shared_ptr<Job> RuntimeCore::start(Job& job, TimePoint now) {
+std::shared_ptr<Job> RuntimeCore::start(Job& job, TimePoint now, std::size_t worker) {
   job.phase = Job::Phase::running;
   job.started_at = now;
+  job.worker = worker;
   job.started_.store(true, std::memory_order_release);  // pairs with JobHandle::progress
   job.make_cancel_state();
   ++job.kind_state->running;
@@ -228,32 +229,55 @@ void RuntimeCore::record_finished(Job& job, const Outcome& outcome) {
   notify_if_drained();
 }
 
+Deadline RuntimeCore::overrun_due(const Job& job) const noexcept {
+  return Deadline::after(options_.overrun_after, job.deadline.time_point());
+}
+
+Deadline RuntimeCore::visit_overdue(TimePoint now, std::vector<std::shared_ptr<Job>>& overdue,
+                                    std::vector<Overrun>& overruns) {
+  const bool report = static_cast<bool>(options_.on_overrun);
+  Deadline next = Deadline::never();
+  // In deadline order: the walk ends at the first job whose deadline is still ahead, so it
+  // costs one step per job that is past its deadline and still running.
+  for (Job& job : running_) {
+    if (!job.deadline.expired(now)) return earlier(next, job.deadline);
+    if (!job.deadline_signalled) {
+      job.deadline_signalled = true;
+      overdue.push_back(job.self);
+    }
+    if (!report || job.overrun_reported) continue;
+    const Deadline due = overrun_due(job);
+    if (due.expired(now)) {
+      job.overrun_reported = true;
+      overruns.push_back({.worker = job.worker, .id = job.id, .kind = job.kind,
+                          .deadline = job.deadline, .started_at = job.started_at,
+                          .past_deadline = -job.deadline.slack(now)});
+    } else {
+      next = earlier(next, due);
+    }
+  }
+  return next;
+}
+
 void RuntimeCore::timer_loop() {
   std::vector<DroppedItem> dropped;
   std::vector<DroppedJob> expired;
   std::vector<std::shared_ptr<Job>> overdue;
+  std::vector<Overrun> overruns;
   Lock lock{mu_};
   while (!stop_timer_) {
     const TimePoint now = Clock::now();
     queue_.expire(now, dropped);
     take_dropped(dropped, expired);
-    Deadline next = queue_.earliest_deadline();
-    for (Job& job : running_) {
-      if (!job.deadline.expired(now)) {
-        next = earlier(next, job.deadline);
-        break;
-      }
-      if (!job.deadline_signalled) {
-        job.deadline_signalled = true;
-        overdue.push_back(job.self);
-      }
-    }
-    if (!expired.empty() || !overdue.empty()) {
+    const Deadline next = earlier(queue_.earliest_deadline(), visit_overdue(now, overdue, overruns));
+    if (!expired.empty() || !overdue.empty() || !overruns.empty()) {
       notify_if_drained();
       lock.unlock();
       finish_dropped(expired);
       for (auto& job : overdue) job->cancel(CancelCause::deadline);
       overdue.clear();
+      for (const Overrun& o : overruns) options_.on_overrun(o);
+      overruns.clear();
       lock.lock();
       continue;
     }
@@ -309,6 +333,19 @@ void RuntimeCore::shutdown_until(Deadline drain_deadline) {
   shut_down_ = true;
 }
 
+std::vector<Overrun> RuntimeCore::overruns() const {
+  std::vector<Overrun> out;
+  std::lock_guard lock{mu_};
+  const TimePoint now = Clock::now();
+  for (const Job& job : running_) {
+    if (!overrun_due(job).expired(now)) break;  // and so are all later deadlines
+    out.push_back({.worker = job.worker, .id = job.id, .kind = job.kind,
+                   .deadline = job.deadline, .started_at = job.started_at,
+                   .past_deadline = -job.deadline.slack(now)});
+  }
+  return out;
+}
+
 RuntimeStats RuntimeCore::stats() const {
   RuntimeStats s;
   s.submitted = submitted_.load(std::memory_order_relaxed);
@@ -322,6 +359,11 @@ RuntimeStats RuntimeCore::stats() const {
   }
   s.running = running_.size();
   s.peak_queued = peak_queued_;
+  const TimePoint now = Clock::now();
+  for (const Job& job : running_) {
+    if (!overrun_due(job).expired(now)) break;
+    ++s.overrunning;
+  }
   return s;
 }
 

@@ -4,7 +4,8 @@
 //
 // One timer thread serves every job: it sleeps until the earliest deadline of any queued or
 // running job, removes queued jobs whose deadline passed (expired_in_queue) and cancels
-// running ones with cause `deadline`. Submitting or starting a job wakes it only when that
+// running ones with cause `deadline`; with an `on_overrun` callback it also wakes when a
+// cancelled job that still runs becomes overrunning, and reports it. Submitting or starting a job wakes it only when that
 // job's deadline is earlier than the one it sleeps for.
 //
 // Thread safety: every public member function may be called concurrently.
@@ -54,9 +55,11 @@ class RuntimeCore final : public JobSource {
   void shutdown_until(Deadline drain_deadline);
   void stop_admitting();
   RuntimeStats stats() const;
+  std::vector<Overrun> overruns() const;
   const RuntimeOptions& options() const noexcept { return options_; }
 
-  std::shared_ptr<Job> next_job(std::shared_ptr<Job> finished, Outcome&& outcome) noexcept override;
+  std::shared_ptr<Job> next_job(std::size_t worker, std::shared_ptr<Job> finished,
+                                Outcome&& outcome) noexcept override;
 
  private:
   struct ByDeadline {
@@ -81,8 +84,15 @@ class RuntimeCore final : public JobSource {
   };
 
   void timer_loop();
-  // Marks a popped job running and returns a reference to it; requires mu_.
-  std::shared_ptr<Job> start(Job& job, TimePoint now);
+  // Walks the running jobs whose deadline passed at `now`: cancels those not yet signalled
+  // (into `overdue`) and, when overruns are reported, collects those due for a report (into
+  // `overruns`). Returns the earliest time the timer must wake for a running job. Requires mu_.
+  Deadline visit_overdue(TimePoint now, std::vector<std::shared_ptr<Job>>& overdue,
+                         std::vector<Overrun>& overruns);
+  // When `job` (running, past its deadline) counts as overrunning.
+  Deadline overrun_due(const Job& job) const noexcept;
+  // Marks a popped job running on `worker` and returns a reference to it; requires mu_.
+  std::shared_ptr<Job> start(Job& job, TimePoint now, std::size_t worker);
   // The bookkeeping when a handler returned: running set, bulkhead, estimate; requires mu_.
   void record_finished(Job& job, const Outcome& outcome);
   KindState& kind_state(const std::string& kind);  // requires mu_

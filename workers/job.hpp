@@ -49,6 +49,7 @@ struct Job : QueueItem {
   KindState* kind_state = nullptr;     // guarded by the runtime
   Phase phase = Phase::pending;        // guarded by the runtime
   bool deadline_signalled = false;     // guarded by the runtime: the timer cancelled it
+  bool overrun_reported = false;       // guarded by the runtime: on_overrun was told of it
   bool has_cancel_state = false;       // guarded by the runtime until the job starts
   std::atomic<bool> done_{false};      // the outcome is published
   std::atomic<bool> started_{false};   // the handler was handed to a worker (for observers)
@@ -63,6 +64,7 @@ struct Job : QueueItem {
 
   // --- Written when the job starts.
   TimePoint started_at;
+  std::size_t worker;                  // the index of the worker that runs it
   // Normal (not safe) link mode: its constructor writes nothing.
   using RunningHook = boost::intrusive::set_member_hook<
       boost::intrusive::link_mode<boost::intrusive::normal_link>>;

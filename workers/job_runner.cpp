@@ -14,12 +14,17 @@ void mark_cancelled(Outcome& o, CancelCause cause) {
 
 // The handler threw `message`. If the job was cancelled before its commit point, the exception
 // is most likely the cancellation reaching the real work (a closed socket, a killed child):
-// the job counts as cancelled. Otherwise it failed.
+// the job counts as cancelled. So does one whose deadline passed before the timer signalled it:
+// work bounded by the same deadline (a socket timeout) may notice it first. Otherwise it failed.
 void record_throw(Outcome& o, const JobContext& ctx, std::string message,
                   Reason reason = Reason::handler_error) {
   o.error = std::move(message);
   if (ctx.cancelled() && !ctx.committed()) {
     mark_cancelled(o, ctx.cause());
+    return;
+  }
+  if (!ctx.cancelled() && !ctx.committed() && ctx.deadline().expired()) {
+    mark_cancelled(o, CancelCause::deadline);
     return;
   }
   o.state = State::failed;

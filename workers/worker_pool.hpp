@@ -21,9 +21,11 @@ class JobSource {
  public:
   virtual ~JobSource() = default;
   // Records the outcome of `finished` (the job this worker ran last; null on a worker's first
-  // call) and publishes it, then blocks until a job may start and returns it marked running,
-  // or returns nullptr when the pool should stop. Called by every worker thread.
-  virtual std::shared_ptr<Job> next_job(std::shared_ptr<Job> finished, Outcome&& outcome) noexcept = 0;
+  // call) and publishes it, then blocks until a job may start and returns it marked running
+  // on `worker` (the caller's index in the pool, from 0), or returns nullptr when the pool
+  // should stop. Called by every worker thread.
+  virtual std::shared_ptr<Job> next_job(std::size_t worker, std::shared_ptr<Job> finished,
+                                        Outcome&& outcome) noexcept = 0;
 };
 
 class WorkerPool {

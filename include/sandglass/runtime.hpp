@@ -10,7 +10,8 @@
 // Submission runs admission at once: a rejected job gets its terminal outcome before `submit`
 // returns (no exception). A job whose deadline passes while it waits is removed by the timer
 // and its outcome published at that moment (`expired_in_queue`). A running job whose deadline
-// passes has its token cancelled with cause `deadline`; it stops at its next checkpoint.
+// passes has its token cancelled with cause `deadline`; it stops at its next checkpoint. One
+// that still runs `overrun_after` later is reported as overrunning (see overrun.hpp).
 // No thread and no OS timer per job.
 //
 // Every submitted job gets exactly one outcome, also on shutdown: `shutdown(drain_timeout)`
@@ -33,6 +34,7 @@
 #include <sandglass/job_context.hpp>
 #include <sandglass/job_spec.hpp>
 #include <sandglass/outcome.hpp>
+#include <sandglass/overrun.hpp>
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
@@ -50,6 +52,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 namespace sandglass {
 
@@ -67,6 +70,12 @@ struct RuntimeOptions {
   // Drop a queued job at dequeue when less time is left than its kind's estimate.
   bool drop_if_cannot_finish = true;
   double estimate_quantile = 0.9;  // which percentile of observed run times admission uses
+  // A running job is overrunning once its deadline passed this long ago (see overrun.hpp).
+  // Must be positive.
+  Duration overrun_after = std::chrono::seconds{1};
+  // Told once about each overrunning job, on the timer thread. Empty: none are reported (and
+  // the timer never wakes for them), but `Runtime::overruns()` still lists them.
+  OverrunCallback on_overrun{};
 
   // Empty when consistent, else a message naming the offending field.
   std::string validate() const;
@@ -80,6 +89,7 @@ struct RuntimeStats {
   std::array<std::size_t, kPriorityCount> queued_by_priority{};  // indexed by Priority
   std::size_t running = 0;
   std::size_t peak_queued = 0;
+  std::size_t overrunning = 0;  // running jobs that are overrunning now (see overrun.hpp)
 
   std::uint64_t count(Reason reason) const noexcept {
     return outcomes[static_cast<std::size_t>(reason)];
@@ -92,6 +102,7 @@ struct JobProgress {
   TimePoint enqueued_at{};              // when it was admitted
   Deadline deadline{};
   std::optional<TimePoint> started_at;  // set once a worker took it
+  std::size_t worker = 0;               // the worker that took it (when started_at is set)
 };
 
 class JobHandle {
@@ -162,6 +173,9 @@ class Runtime {
   void stop_admitting();
 
   RuntimeStats stats() const;
+  // The running jobs that are overrunning now (see overrun.hpp), earliest deadline first. Takes
+  // the runtime's lock for a walk over those jobs only.
+  std::vector<Overrun> overruns() const;
   const RuntimeOptions& options() const noexcept;
 
  private:

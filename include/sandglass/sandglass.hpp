@@ -11,6 +11,7 @@
 #include <sandglass/job_context.hpp>
 #include <sandglass/job_spec.hpp>
 #include <sandglass/outcome.hpp>
+#include <sandglass/overrun.hpp>
 #include <sandglass/reason.hpp>
 #include <sandglass/retry_policy.hpp>
 #include <sandglass/runtime.hpp>

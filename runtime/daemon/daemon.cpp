@@ -20,6 +20,21 @@ DaemonConfig validated(DaemonConfig config) {
   config.validate();
   return config;
 }
+
+// The runtime's options with overrun reports: one warning per job that is still running
+// `overrun_after` past its deadline, and a count per kind. An embedder's own callback still runs.
+RuntimeOptions reporting_overruns(RuntimeOptions options, DaemonMetrics& metrics) {
+  options.on_overrun = [&metrics, theirs = std::move(options.on_overrun)](const Overrun& o) {
+    spdlog::warn(
+        "job {} ({}) on worker {} is still running {} ms past its deadline: its handler does not "
+        "stop when cancelled, and holds the worker",
+        o.id, o.kind, o.worker,
+        std::chrono::duration_cast<std::chrono::milliseconds>(o.past_deadline).count());
+    metrics.job_overrunning(o.kind);
+    if (theirs) theirs(o);
+  };
+  return options;
+}
 }  // namespace
 
 class Daemon::Impl {
@@ -28,7 +43,7 @@ class Daemon::Impl {
       : config_{validated(std::move(config))},
         kinds_{std::move(kinds)},
         records_{config_.records},
-        runtime_{config_.runtime},
+        runtime_{reporting_overruns(config_.runtime, metrics_)},
         api_{config_, kinds_, runtime_, records_, metrics_, draining_},
         server_{config_.limits, config_.io_threads, api_, metrics_} {}
 

@@ -321,6 +321,8 @@ constexpr Field<DaemonConfig> kRuntimeFields[] = {
      [](DaemonConfig& c, const Entry& e) { c.runtime.drop_if_cannot_finish = e.boolean(); }},
     {"estimate_quantile",
      [](DaemonConfig& c, const Entry& e) { c.runtime.estimate_quantile = e.fraction(); }},
+    {"overrun_after_ms",
+     [](DaemonConfig& c, const Entry& e) { c.runtime.overrun_after = e.ms(1); }},
 };
 
 constexpr Field<DaemonConfig> kBudgetFields[] = {
@@ -531,6 +533,7 @@ ConfigError runtime_options_error(const std::string& error) {
       {"workers", "runtime.workers"},
       {"capacity", "runtime.capacity"},
       {"estimate_quantile", "runtime.estimate_quantile"},
+      {"overrun_after", "runtime.overrun_after_ms"},
       {"budget.min_useful", "budget.min_ms"},
       {"budget.default_budget", "budget.default_ms"},
       {"budget.max_budget", "budget.max_ms"},

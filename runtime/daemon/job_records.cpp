@@ -44,6 +44,7 @@ std::string record_json(JobId id, const std::string& kind, const Outcome* outcom
     r["reason"] = nullptr;
     if (requested != CancelCause::none) r["cause"] = to_string(requested);
     r["waiters"] = waiters;
+    if (running) r["worker"] = progress.worker;
     r["timings"] = timings_json(progress.budget, start - progress.enqueued_at, now - start,
                                 progress.deadline.slack(now));
     return boost::json::serialize(r);

@@ -5,8 +5,8 @@
 //    "result"?: <JSON>, "error"?: "...",
 //    "timings": {"budget_ms": 1000, "queue_ms": 0, "run_ms": 50, "remaining_ms": 949}}
 //
-// A live job has state "queued" or "running", reason null, "waiters": the clients waiting for
-// its answer (and "cause": "caller" once a DELETE asked to cancel it). Terminal records are kept for
+// A live job has state "queued" or "running" (then "worker": the index of the worker thread that
+// runs it), reason null, "waiters": the clients waiting for its answer (and "cause": "caller" once a DELETE asked to cancel it). Terminal records are kept for
 // `RecordRetention::keep`, and at most `max_count` of them and `max_bytes` of their results and
 // errors; the oldest are forgotten first. Timings are whole milliseconds, rounded toward zero;
 // remaining_ms is negative when the job ended after its deadline.

@@ -90,6 +90,7 @@ struct DaemonMetrics::Families {
     Kind(Families& f, const std::string& kind)
         : completed_after_cancel{f.completed_after_cancel.Add({{"kind", kind}})},
           work_after_deadline{f.work_after_deadline.Add({{"kind", kind}})},
+          after_deadline{f.after_deadline.Add({{"kind", kind}})},
           budget_granted{f.budget_granted.Add({{"kind", kind}}, buckets())},
           queue_wait{f.queue_wait.Add({{"kind", kind}}, buckets())},
           remaining_at_dispatch{f.remaining_at_dispatch.Add({{"kind", kind}}, buckets())},
@@ -108,6 +109,8 @@ struct DaemonMetrics::Families {
     std::array<CounterSlot, kCauseCount + 1> cancellations;
     Counter& completed_after_cancel;
     Counter& work_after_deadline;
+    Counter& after_deadline;
+    CounterSlot overruns;
     Histogram& budget_granted;
     Histogram& queue_wait;
     Histogram& remaining_at_dispatch;
@@ -130,6 +133,12 @@ struct DaemonMetrics::Families {
         work_after_deadline{counter_family(
             registry, "sandglass_work_after_deadline_seconds_total",
             "Handler run time spent after the job's deadline had passed.")},
+        after_deadline{counter_family(
+            registry, "sandglass_jobs_after_deadline_total",
+            "Started jobs whose handler returned after the job's deadline.")},
+        overruns{counter_family(
+            registry, "sandglass_overruns_total",
+            "Jobs reported still running overrun_after past their deadline (workers held).")},
         budget_granted{histogram_family(registry, "sandglass_budget_granted_seconds",
                                         "Time budget granted to admitted jobs.")},
         queue_wait{histogram_family(
@@ -150,7 +159,10 @@ struct DaemonMetrics::Families {
                      .Add({})},
         peak_depth{gauge_family(registry, "sandglass_queue_peak_depth",
                                 "Most jobs queued at once since start.")
-                       .Add({})} {
+                       .Add({})},
+        overrunning{gauge_family(registry, "sandglass_workers_overrunning",
+                                 "Workers whose job is overrunning its deadline now.")
+                        .Add({})} {
     Family<Gauge>& depth =
         gauge_family(registry, "sandglass_queue_depth", "Jobs queued now, by priority class.");
     for (std::size_t p = 0; p < kPriorityCount; ++p) {
@@ -176,6 +188,8 @@ struct DaemonMetrics::Families {
   Family<Counter>& cancellations;
   Family<Counter>& completed_after_cancel;
   Family<Counter>& work_after_deadline;
+  Family<Counter>& after_deadline;
+  Family<Counter>& overruns;
   Family<Histogram>& budget_granted;
   Family<Histogram>& queue_wait;
   Family<Histogram>& remaining_at_dispatch;
@@ -187,6 +201,7 @@ struct DaemonMetrics::Families {
   Gauge& workers;
   Gauge& draining;
   Gauge& peak_depth;
+  Gauge& overrunning;
 
   std::shared_mutex kinds_mu;
   std::map<std::string, std::unique_ptr<Kind>, std::less<>> kinds;  // guarded by kinds_mu
@@ -253,8 +268,14 @@ void DaemonMetrics::job_finished(const Outcome& outcome, Priority priority) {
       // min(run_time, -remaining_at_end), without negating Duration::min().
       const Duration late = t.remaining_at_end <= -t.run_time ? t.run_time : -t.remaining_at_end;
       k.work_after_deadline.Increment(seconds(late));
+      k.after_deadline.Increment();
     }
   }
+}
+
+void DaemonMetrics::job_overrunning(std::string_view kind) {
+  Families& f = *families_;
+  f.kind(kind).overruns.get(f.overruns, [&] { return Labels{{"kind", std::string{kind}}}; }).Increment();
 }
 
 void DaemonMetrics::http_response(unsigned status) {
@@ -275,6 +296,7 @@ std::string DaemonMetrics::render(const RuntimeStats& stats, std::size_t workers
   f.workers.Set(static_cast<double>(workers));
   f.draining.Set(draining ? 1 : 0);
   f.peak_depth.Set(static_cast<double>(stats.peak_queued));
+  f.overrunning.Set(static_cast<double>(stats.overrunning));
   return prometheus::TextSerializer{}.Serialize(f.registry.Collect());
 }
 

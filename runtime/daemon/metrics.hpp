@@ -21,6 +21,10 @@
 //   sandglass_remaining_at_dispatch_seconds{kind}            histogram, started jobs
 //   sandglass_run_time_seconds{kind}                         histogram, started jobs
 //   sandglass_work_after_deadline_seconds_total{kind}        counter, run time past the deadline
+//   sandglass_jobs_after_deadline_total{kind}                counter, started jobs that ended
+//                                                            after their deadline
+//   sandglass_overruns_total{kind}                           counter, jobs reported overrunning
+//   sandglass_workers_overrunning                            gauge, set by `render`
 //   sandglass_queue_depth{priority}, sandglass_running_jobs, sandglass_workers,
 //   sandglass_draining, sandglass_queue_peak_depth           gauges, set by `render`
 //   sandglass_http_responses_total{code}                     counter
@@ -56,6 +60,9 @@ class DaemonMetrics {
   // budget and queue-wait histograms; started jobs (`Outcome::started()`) in the dispatch and
   // run-time histograms. A job that started after its deadline is observed with zero remaining.
   void job_finished(const Outcome& outcome, Priority priority);
+  // A running job of `kind` went on past its deadline long enough to count as overrunning
+  // (Runtime's on_overrun). `kind` as for job_submitted.
+  void job_overrunning(std::string_view kind);
   // An HTTP response was sent with `status`. Statuses outside 100-599 count as code "other".
   void http_response(unsigned status);
 

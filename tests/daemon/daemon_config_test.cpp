@@ -467,6 +467,7 @@ TEST_SUITE("DaemonConfig") {
     CHECK(c.runtime.kind_limits == d.runtime.kind_limits);
     CHECK(c.runtime.drop_if_cannot_finish == d.runtime.drop_if_cannot_finish);
     CHECK(c.runtime.estimate_quantile == d.runtime.estimate_quantile);
+    CHECK(c.runtime.overrun_after == d.runtime.overrun_after);
     CHECK(c.drain_timeout == d.drain_timeout);
     CHECK(c.records.keep == d.records.keep);
     CHECK(c.records.max_count == d.records.max_count);
