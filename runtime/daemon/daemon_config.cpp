@@ -6,6 +6,7 @@
 #include <sandglass/daemon/daemon_config.hpp>
 
 #include "runtime/daemon/logging.hpp"
+#include "runtime/daemon/sql_config_reader.hpp"
 
 #include <fmt/format.h>
 #include <toml++/toml.h>
@@ -421,12 +422,16 @@ void read_root(DaemonConfig& config, const toml::table& root) {
       read_commands(config, entry);
     } else if (name.str() == "upstreams") {
       read_upstreams(config, entry);
+    } else if (name.str() == "databases") {
+      read_databases(config, node);
+    } else if (name.str() == "queries") {
+      read_queries(config, node);
     } else if (const Section* section = find_section(name.str())) {
       read_fields<DaemonConfig>(config, entry, section->fields);
     } else {
       std::vector<std::string_view> known;
       for (const Section& s : kSections) known.push_back(s.name);
-      known.insert(known.end(), {"kinds", "commands", "upstreams"});
+      known.insert(known.end(), {"kinds", "commands", "upstreams", "databases", "queries"});
       throw ConfigError{entry.key(), "unknown key; known tables: " + join(known)};
     }
   }
@@ -514,6 +519,7 @@ void DaemonConfig::validate() const {
   check_one_of("log.level", log_level, kLogLevels);
   check_one_of("log.format", log_format, kLogFormats);
   for (const auto& [name, command] : commands) check_command("commands." + name, command);
+  validate_sql_config(*this);
 }
 
 DaemonConfig parse_config(std::string_view toml_text, std::string_view source) {

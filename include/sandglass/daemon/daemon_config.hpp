@@ -11,6 +11,7 @@
 // Thread safety: a value type.
 #pragma once
 
+#include <sandglass/daemon/sql_config.hpp>
 #include <sandglass/deadline.hpp>
 #include <sandglass/runtime.hpp>
 
@@ -96,6 +97,8 @@ struct DaemonConfig {
   std::string log_format = "text";            // text or json
   std::map<std::string, CommandConfig, std::less<>> commands;
   std::map<std::string, UpstreamConfig, std::less<>> upstreams;
+  std::map<std::string, DatabaseConfig, std::less<>> databases;  // for the `sql` kind
+  std::map<std::string, QueryConfig, std::less<>> queries;       // for the `sql` kind
 
   // Throws ConfigError naming the first inconsistent key.
   void validate() const;
