@@ -256,7 +256,16 @@ int SqlConnection::backend_pid() const noexcept { return PQbackendPID(conn_); }
 
 bool SqlConnection::reusable() noexcept {
   if (lost_ || PQstatus(conn_) != CONNECTION_OK) return false;
-  if (PQpipelineStatus(conn_) != PQ_PIPELINE_OFF || PQconsumeInput(conn_) == 0) return false;
+  if (PQpipelineStatus(conn_) != PQ_PIPELINE_OFF) return false;
+  // What the server sent to an idle connection: a server that ends the session sends an error
+  // and closes the socket, which PQconsumeInput alone may not report yet.
+  for (;;) {
+    pollfd fd{PQsocket(conn_), POLLIN | POLLRDHUP, 0};
+    if (::poll(&fd, 1, 0) < 0) return false;
+    if ((fd.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0) return false;
+    if ((fd.revents & POLLIN) == 0) break;
+    if (PQconsumeInput(conn_) == 0) return false;
+  }
   if (PQisBusy(conn_) != 0 || PQflush(conn_) != 0) return false;
   return PQtransactionStatus(conn_) == PQTRANS_IDLE;
 }
