@@ -39,11 +39,15 @@ int timeout_until(TimePoint t) {
   return static_cast<int>(std::min<milliseconds::rep>(left.count(), INT_MAX));
 }
 
-// libpq's messages end with a newline; some span lines.
+// libpq's messages end with a newline; some span lines, indented with tabs: one line here.
 std::string message_of(std::string_view text) {
-  std::string out{text};
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  std::replace(out.begin(), out.end(), '\n', ' ');
+  std::string out;
+  for (const char c : text) {
+    const bool space = c == '\n' || c == '\t' || c == ' ';
+    if (space && (out.empty() || out.back() == ' ')) continue;
+    out += space ? ' ' : c;
+  }
+  if (!out.empty() && out.back() == ' ') out.pop_back();
   return out;
 }
 
@@ -106,7 +110,8 @@ void fill_rows(const PGresult* r, std::size_t max_rows, StatementReport& report)
 void record_error(const PGresult* r, StatementReport& report) {
   if (!report.error.empty()) return;  // the first error is the cause; the rest follow from it
   report.end = StatementReport::End::error;
-  report.error = message_of(PQresultErrorMessage(r));
+  const char* primary = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+  report.error = message_of(primary != nullptr ? primary : PQresultErrorMessage(r));
   const char* state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
   report.sqlstate = state == nullptr ? "" : state;
 }
