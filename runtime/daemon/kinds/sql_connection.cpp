@@ -20,6 +20,9 @@ namespace {
 
 using std::chrono::milliseconds;
 
+// While a cancel request is unconfirmed, how often it is sent again.
+constexpr milliseconds kCancelResendInterval{100};
+
 // Type OIDs (pg_type.dat) whose text form becomes a JSON value other than a string.
 constexpr Oid kBool = 16;
 constexpr Oid kInt8 = 20;
@@ -157,7 +160,7 @@ class SqlConnection::Exchange {
       const int socket = PQsocket(c_.conn_);
       std::array<pollfd, 2> fds{{{socket, static_cast<short>(POLLIN | (flushed == 1 ? POLLOUT : 0)), 0},
                                  {wake_fd_, POLLIN, 0}}};
-      const int n = ::poll(fds.data(), fds.size(), timeout_until(until_));
+      const int n = ::poll(fds.data(), fds.size(), timeout_until(std::min(until_, resend_at_)));
       if (n < 0) {
         if (errno == EINTR) continue;
         return fail(lost, error, "poll failed");
@@ -165,6 +168,12 @@ class SqlConnection::Exchange {
       if (fds[1].revents != 0) {
         wake_fd_ = -1;  // poll() skips it from now on
         if (may_cancel_) send_cancel();
+        continue;
+      }
+      if (n == 0 && Clock::now() < until_) {
+        // A cancel request that reaches the backend between two messages of the pipeline is
+        // dropped by the server; until the statement ends or the grace is over, ask again.
+        send_cancel();
         continue;
       }
       if (n == 0) {
@@ -198,8 +207,10 @@ class SqlConnection::Exchange {
     std::array<char, 256> buffer{};
     // Blocks for one round trip to the server (libpq opens a new connection for the request).
     if (c_.cancel_ != nullptr) PQcancel(c_.cancel_, buffer.data(), static_cast<int>(buffer.size()));
+    const TimePoint now = Clock::now();
+    if (!cancel_sent_) until_ = saturating_add(now, grace_);
     cancel_sent_ = true;
-    until_ = saturating_add(Clock::now(), grace_);
+    resend_at_ = saturating_add(now, kCancelResendInterval);
   }
 
   SqlConnection& c_;
@@ -208,6 +219,7 @@ class SqlConnection::Exchange {
   bool may_cancel_ = true;
   bool cancel_sent_ = false;
   TimePoint until_ = TimePoint::max();  // set by a cancel request: the grace period
+  TimePoint resend_at_ = TimePoint::max();  // when to send the cancel request again
 };
 
 SqlOpen SqlConnection::open(const std::string& conninfo, Deadline until, int wake_fd) {
@@ -293,10 +305,9 @@ StatementReport SqlConnection::run(const StatementRequest& request, int wake_fd,
   for (const auto& p : request.params) values.push_back(p ? p->c_str() : nullptr);
   const std::string timeout = std::to_string(request.statement_timeout.count());
   const std::array<const char*, 1> timeout_value{timeout.c_str()};
-  // Outside a transaction the setting is the session's (every job sets its own); inside, local.
-  const char* set_timeout = request.transaction
-                                ? "SELECT set_config('statement_timeout', $1, true)"
-                                : "SELECT set_config('statement_timeout', $1, false)";
+  // Local to the transaction: the pipeline's implicit one (up to the sync), or the BEGIN block.
+  // Nothing of it stays on the session for the next job.
+  const char* set_timeout = "SELECT set_config('statement_timeout', $1, true)";
 
   if (PQenterPipelineMode(conn_) != 1) return lose();
   const bool sent =

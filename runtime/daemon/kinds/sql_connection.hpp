@@ -7,11 +7,12 @@
 //   StatementReport r = opened.connection->run(request, wake.fd(), 1s, [&] { return commit(); });
 //   if (opened.connection->reusable()) pool_it(); else drop_it();
 //
-// `run` sends, in one pipeline (one round trip), `set_config('statement_timeout', ...)` with the
-// budget the caller computed right before, then the statement; with `transaction`, BEGIN first
-// and, after `commit_point` agreed, COMMIT. When the wake fires during the statement it sends a
-// cancel request (PQcancel) and waits at most `cancel_grace` for the server to confirm; past the
-// commit point it only keeps waiting (the statement timeout still bounds the COMMIT).
+// `run` sends, in one pipeline (one round trip), `set_config('statement_timeout', ..., true)`
+// with the budget the caller computed right before, then the statement; with `transaction`,
+// BEGIN first and, after `commit_point` agreed, COMMIT. When the wake fires during the
+// statement it sends a cancel request (PQcancel, again every 100 ms while unconfirmed) and waits
+// at most `cancel_grace` for the server to confirm; past the commit point it only keeps waiting
+// (the statement timeout still bounds the COMMIT).
 //
 // Thread safety: a connection belongs to one thread at a time; `CancelWake` is written by the
 // cancelling thread and read by the job's.

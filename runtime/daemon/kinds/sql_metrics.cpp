@@ -33,7 +33,7 @@ struct SqlMetrics::Families {
           .Help("Time from sending a statement to its end, COMMIT included").Register(registry);
   prometheus::Family<prometheus::Counter>& cancels =
       prometheus::BuildCounter().Name("sandglass_sql_cancel_requests_total")
-          .Help("Cancel requests sent to the database server").Register(registry);
+          .Help("Statements for which a cancel request was sent to the database server").Register(registry);
   prometheus::Family<prometheus::Counter>& timeouts =
       prometheus::BuildCounter().Name("sandglass_sql_statement_timeouts_total")
           .Help("Statements the server ended at their statement_timeout").Register(registry);

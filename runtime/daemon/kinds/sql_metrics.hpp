@@ -5,7 +5,7 @@
 //                                                      a free slot (also waits that gave up)
 //   sandglass_sql_statement_seconds{database}          histogram: from sending the statement to
 //                                                      its end (COMMIT included)
-//   sandglass_sql_cancel_requests_total{database}      cancel requests sent to the server
+//   sandglass_sql_cancel_requests_total{database}      statements that got a cancel request
 //   sandglass_sql_statement_timeouts_total{database}   statements ended by statement_timeout
 //   sandglass_sql_connect_failures_total{database}     connections that could not be opened
 //   sandglass_sql_pool_size{database}                  gauge: the most connections (config)
