@@ -18,7 +18,7 @@
 // cancelling thread and read by the job's.
 #pragma once
 
-#include "kinds/child_process.hpp"
+#include "runtime/daemon/kinds/child_process.hpp"
 
 #include <sandglass/cancel.hpp>
 #include <sandglass/deadline.hpp>

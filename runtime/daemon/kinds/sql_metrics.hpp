@@ -15,7 +15,7 @@
 // Thread safety: all member functions may be called concurrently.
 #pragma once
 
-#include "kinds/sql_pool.hpp"
+#include "runtime/daemon/kinds/sql_pool.hpp"
 
 #include <sandglass/deadline.hpp>
 

@@ -14,7 +14,7 @@
 // Thread safety: all member functions may be called concurrently; a Lease belongs to one thread.
 #pragma once
 
-#include "kinds/sql_connection.hpp"
+#include "runtime/daemon/kinds/sql_connection.hpp"
 
 #include <sandglass/cancel.hpp>
 #include <sandglass/deadline.hpp>
