@@ -7,6 +7,7 @@
 
 #include "runtime/daemon/bearer_auth.hpp"
 #include "runtime/daemon/logging.hpp"
+#include "runtime/daemon/sql_config_reader.hpp"
 
 #include <fmt/format.h>
 #include <toml++/toml.h>
@@ -498,12 +499,16 @@ void read_root(DaemonConfig& config, const toml::table& root) {
       read_commands(config, entry);
     } else if (name.str() == "upstreams") {
       read_upstreams(config, entry);
+    } else if (name.str() == "databases") {
+      read_databases(config, node);
+    } else if (name.str() == "queries") {
+      read_queries(config, node);
     } else if (const Section* section = find_section(name.str())) {
       read_fields<DaemonConfig>(config, entry, section->fields);
     } else {
       std::vector<std::string_view> known;
       for (const Section& s : kSections) known.push_back(s.name);
-      known.insert(known.end(), {"kinds", "commands", "upstreams"});
+      known.insert(known.end(), {"kinds", "commands", "upstreams", "databases", "queries"});
       throw ConfigError{entry.key(), "unknown key; known tables: " + join(known)};
     }
   }
@@ -601,6 +606,7 @@ void DaemonConfig::validate() const {
                       "names a file, but no token was read from it (set the key through the "
                       "config file or apply_setting, which read the file)"};
   }
+  validate_sql_config(*this);
 }
 
 DaemonConfig parse_config(std::string_view toml_text, std::string_view source) {

@@ -37,6 +37,7 @@ KindRegistry builtin_kinds(const DaemonConfig& config) {
   kinds.add("spin", make_spin_kind());
   kinds.add("exec", make_exec_kind(config.commands));
   kinds.add("forward", make_forward_kind(config));
+  kinds.add("sql", make_sql_kind(config));
   return kinds;
 }
 

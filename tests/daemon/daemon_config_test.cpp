@@ -200,7 +200,7 @@ TEST_SUITE("DaemonConfig") {
       CHECK(e.key == "workers");
       CHECK(e.what ==
             "workers: unknown key; known tables: server, runtime, budget, records, log, kinds, "
-            "commands, upstreams");
+            "commands, upstreams, databases, queries");
     }
     SUBCASE("in a kind") {
       const Thrown e = parse_error("[kinds.spin]\nlimit = 1\nmax = 2\n");

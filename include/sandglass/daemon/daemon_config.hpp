@@ -11,6 +11,7 @@
 // Thread safety: a value type.
 #pragma once
 
+#include <sandglass/daemon/sql_config.hpp>
 #include <sandglass/deadline.hpp>
 #include <sandglass/runtime.hpp>
 
@@ -102,6 +103,8 @@ struct DaemonConfig {
   // be accessible to group or others). Never logged.
   std::string auth_token;
   std::string auth_token_file;  // where auth_token was read from; empty when set in code
+  std::map<std::string, DatabaseConfig, std::less<>> databases;  // for the `sql` kind
+  std::map<std::string, QueryConfig, std::less<>> queries;       // for the `sql` kind
 
   // Throws ConfigError naming the first inconsistent key.
   void validate() const;

@@ -63,7 +63,8 @@ class KindRegistry {
   std::map<std::string, JobKind, std::less<>> kinds_;
 };
 
-// `sleep`, `spin` and `exec` (with the config's commands).
+// `sleep`, `spin`, `exec` (the config's commands), `forward` (its upstreams) and `sql` (its
+// databases and queries; opens one connection per database at once, see builtin_kinds.hpp).
 KindRegistry builtin_kinds(const DaemonConfig& config);
 
 // Helpers for `prepare`: read `args[key]` as an integer in [min, max]; throw ArgsError with
