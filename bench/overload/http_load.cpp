@@ -242,7 +242,11 @@ HttpRunStats run_http_arrivals(const HttpTarget& target, const HttpRunOptions& o
       ++stats.transport_errors;
       note_error(stats, "transport: " + ec.message());
       rec.failed(i, now, Duration::zero());
-    } else if (!classify(rec, i, now, r.result_int(), read_answer(r))) {
+      return finish_if_done();
+    }
+    const Answer a = read_answer(r);
+    ++stats.answers_by_state[a.state];
+    if (!classify(rec, i, now, r.result_int(), a)) {
       ++stats.unexpected_status;
       note_error(stats, fmt::format("HTTP {}: {}", r.result_int(), r.body().substr(0, 200)));
     }
@@ -337,6 +341,24 @@ double measure_http_capacity(const HttpTarget& target, Body body, const Distribu
   ioc.run();
   const double seconds = std::chrono::duration<double>{last - start}.count();
   return seconds > 0 ? static_cast<double>(completed) / seconds : 0;
+}
+
+std::optional<std::string> http_get(const HttpTarget& target, const std::string& path) {
+  asio::io_context ioc{1};
+  beast::tcp_stream stream{ioc};
+  stream.expires_after(5s);
+  beast::error_code ec;
+  stream.connect(tcp::endpoint{asio::ip::make_address(target.host), target.port}, ec);
+  if (ec) return std::nullopt;
+  Request req = make_request(http::verb::get, path, target, {});
+  req.keep_alive(false);
+  http::write(stream, req, ec);
+  if (ec) return std::nullopt;
+  beast::flat_buffer buffer;
+  Response res;
+  http::read(stream, buffer, res, ec);
+  if (ec || res.result_int() != 200) return std::nullopt;
+  return std::move(res.body());
 }
 
 std::optional<int> find_listener_pid(unsigned short port) {

@@ -27,6 +27,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -53,6 +54,9 @@ struct HttpRunStats {
   std::size_t transport_errors = 0;
   std::size_t unexpected_status = 0;
   std::string first_error;              // the first of the three above, for the report
+  // Answers by the "state" of their body ("" when it has none): what the daemon says it did
+  // with each job, for the soak mode's accounting against the daemon's own counts.
+  std::map<std::string, std::size_t> answers_by_state;
 };
 
 // Sends every arrival of `rec` at its time; returns when each has a fate (those without an
@@ -64,6 +68,10 @@ HttpRunStats run_http_arrivals(const HttpTarget& target, const HttpRunOptions& o
 // with generous budgets, over `length`. Blocks.
 double measure_http_capacity(const HttpTarget& target, Body body, const Distribution& service,
                              std::size_t connections, Duration length, std::uint64_t seed);
+
+// The body of GET `path` on a fresh connection; nullopt on a transport error or a status other
+// than 200. Blocks (at most a few seconds).
+std::optional<std::string> http_get(const HttpTarget& target, const std::string& path);
 
 // The pid of the process listening on 127.0.0.1:`port` (same user), from /proc; nullopt when
 // it cannot be found.

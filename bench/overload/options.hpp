@@ -5,6 +5,7 @@
 //                      [--service exp:2ms] [--deadline 20ms] [--seed 1] [--json FILE]
 //                      [--plot FILE.svg|.png] [--spike] [--target http://127.0.0.1:PORT]
 //                      [--smoke] ...
+//   sandglass-overload --soak 60s (--sandglassd PATH | --target http://127.0.0.1:PORT) ...
 //
 // Durations read "250us", "2ms", "1s"; distributions "fixed:D", "exp:MEAN",
 // "lognormal:MEDIAN:SIGMA", "uniform:MIN:MAX".
@@ -46,6 +47,14 @@ struct Options {
   std::size_t warm_up_jobs = 256;
   std::size_t connections = 512;  // HTTP mode: most connections open at once
   std::string command_line;       // as given, for the report
+  // Soak mode (soak.hpp): on when `soak` is positive.
+  Duration soak{};
+  std::string sandglassd_path;    // start this sandglassd (else attach to --target)
+  Duration soak_warm_up = std::chrono::seconds{15};  // RSS "start" is taken after it
+  double max_rss_growth_mib = 16;  // peak and end RSS may exceed the start by this much
+  Duration sigterm_phase = std::chrono::seconds{4};  // overload with SIGTERM at its middle
+  bool sigterm = true;            // only with --sandglassd
+  std::chrono::milliseconds drain_timeout{5'000};    // given to the started sandglassd
 };
 
 // Exits: 0 after --help, 2 with a message naming the flag on bad input.
