@@ -78,6 +78,15 @@ std::optional<RequestError> read_wire_budgets(const HttpRequest& request, JobReq
   return std::nullopt;
 }
 
+// A name from the target as an error may show it: the answer is JSON, which must be valid UTF-8,
+// and the target's bytes need not be. Bytes outside printable ASCII are shown as '?'.
+std::string printable(std::string_view raw) {
+  std::string out;
+  out.reserve(raw.size());
+  for (char c : raw) out += (c >= 0x20 && c < 0x7f) ? c : '?';
+  return out;
+}
+
 std::optional<RequestError> read_query(std::string_view query, JobRequest& out) {
   while (!query.empty()) {
     const auto amp = query.find('&');
@@ -87,7 +96,7 @@ std::optional<RequestError> read_query(std::string_view query, JobRequest& out) 
     const auto eq = pair.find('=');
     const std::string_view key = pair.substr(0, eq);
     const std::string_view value = eq == std::string_view::npos ? "" : pair.substr(eq + 1);
-    if (key != "wait") return RequestError{std::string{key}, "is not a known query parameter"};
+    if (key != "wait") return RequestError{printable(key), "is not a known query parameter"};
     if (value == "true" || value == "1") {
       out.wait = true;
     } else if (value == "false" || value == "0") {

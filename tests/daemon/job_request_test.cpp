@@ -68,6 +68,13 @@ TEST_SUITE("job request") {
     CHECK(std::get<RequestError>(unknown).field == "colour");
   }
 
+  TEST_CASE("an unknown query parameter is named with bytes outside printable ASCII as question marks") {
+    // Found by fuzz_http_request: the raw name made the JSON answer invalid UTF-8.
+    const auto r = parse_job_request(post(R"({"kind":"sleep"})", "/v1/jobs?w\xe4it\x01=1"), 32);
+    REQUIRE(std::holds_alternative<RequestError>(r));
+    CHECK(std::get<RequestError>(r).field == "w?it?");
+  }
+
   TEST_CASE("nesting deeper than the limit is rejected as a bad body") {
     const auto r = parse_job_request(post(R"({"kind":"sleep","args":{"a":{"b":{"c":1}}}})"), 3);
     REQUIRE(std::holds_alternative<RequestError>(r));
