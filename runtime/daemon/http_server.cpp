@@ -1,5 +1,6 @@
 #include "http_server.hpp"
 
+#include "http_request_parser.hpp"
 #include "http_status.hpp"
 #include "job_request.hpp"
 
@@ -11,9 +12,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/string.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
@@ -22,7 +21,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <chrono>
 #include <optional>
 #include <thread>
@@ -41,22 +39,6 @@ constexpr std::size_t kReadChunk = 4096;
 // How long accepting pauses after it failed for want of descriptors or memory.
 constexpr std::chrono::milliseconds kAcceptPause{100};
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-
-std::string lower(std::string_view s) {
-  std::string out{s};
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
-HttpRequest to_plain(http::request<http::string_body>&& req) {
-  HttpRequest out{.method = std::string{req.method_string()}, .target = std::string{req.target()}};
-  for (const auto& field : req) {
-    out.headers.emplace_back(lower(field.name_string()), std::string{field.value()});
-  }
-  out.body = std::move(req.body());
-  return out;
-}
 
 }  // namespace
 
@@ -97,7 +79,7 @@ class Session : public std::enable_shared_from_this<Session> {
   Session(tcp::socket&& socket, HttpServer::Impl& server)
       : stream_{std::move(socket)},
         server_{server},
-        buffer_{server.limits_.max_header_bytes + server.limits_.max_body_bytes + kReadChunk} {
+        buffer_{read_buffer_bytes(server.limits_, kReadChunk)} {
     server_.connections_.fetch_add(1, std::memory_order_relaxed);
   }
   ~Session() { server_.connections_.fetch_sub(1, std::memory_order_relaxed); }
@@ -107,13 +89,11 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
  private:
-  using Request = http::request<http::string_body>;
   using Response = http::response<http::string_body>;
 
   void read_request() {
     parser_.emplace();
-    parser_->header_limit(static_cast<std::uint32_t>(server_.limits_.max_header_bytes));
-    parser_->body_limit(server_.limits_.max_body_bytes);
+    apply_limits(*parser_, server_.limits_);
     if (buffer_.size() > 0) {
       read_header();
       return;
@@ -139,15 +119,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void on_header(error_code ec) {
     if (ec) return on_read_error(ec);
-    // Beast reads a request whose Transfer-Encoding does not end in chunked as one without a
-    // body, and would then read that body as the next request: a way to smuggle a request past
-    // a proxy that reads it otherwise. RFC 9112, section 6.3: answer 400 and close.
-    if (parser_->get().count(http::field::transfer_encoding) > 0 && !parser_->chunked()) {
-      return answer_and_close(
-          error_response(kStatusBadRequest, "Transfer-Encoding must end in chunked", "request"));
-    }
-    const auto expect = parser_->get()[http::field::expect];
-    if (beast::iequals(expect, "100-continue")) {
+    if (auto answer = check_header(*parser_)) return answer_and_close(std::move(*answer));
+    if (expects_continue(*parser_)) {
       asio::async_write(stream_, asio::buffer(kContinue.data(), kContinue.size()),
                         [self = shared_from_this()](error_code wec, std::size_t) {
                           if (wec) return self->close();
@@ -164,28 +137,13 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void on_read_error(error_code ec) {
-    if (ec == http::error::body_limit) {
-      return answer_and_close(error_response(kStatusPayloadTooLarge, "request body is larger than the limit", "body"));
-    }
-    if (ec == http::error::buffer_overflow) {  // see buffer_
-      return answer_and_close(error_response(
-          kStatusBadRequest, "request framing (a chunk header or trailer) is too long", "request"));
-    }
-    if (ec == http::error::header_limit) {
-      return answer_and_close(error_response(kStatusHeadersTooLarge, "request header section is larger than the limit", "headers"));
-    }
-    // Anything but a parse error: the client went away, was silent or too slow, or the socket
-    // failed. There is no one to answer.
-    if (ec.category() != http::make_error_code(http::error::bad_target).category() ||
-        ec == http::error::end_of_stream || ec == http::error::partial_message) {
-      return close();
-    }
-    answer_and_close(error_response(kStatusBadRequest, "malformed HTTP request: " + ec.message(), "request"));
+    if (auto answer = answer_to_read_error(ec)) return answer_and_close(std::move(*answer));
+    close();
   }
 
   void on_request(error_code ec) {
     if (ec) return on_read_error(ec);
-    Request req = parser_->release();
+    BeastRequest req = parser_->release();
     log_request_line(req);
     keep_alive_ = req.keep_alive();
     answered_ = false;
@@ -224,7 +182,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // At debug level, each answer is logged with its method and path (never the query, headers
   // or body, which may carry secrets).
-  void log_request_line(const Request& req) {
+  void log_request_line(const BeastRequest& req) {
     request_line_.clear();
     if (!spdlog::should_log(spdlog::level::debug)) return;
     request_line_ = std::string{req.method_string()} + " " +
@@ -279,13 +237,10 @@ class Session : public std::enable_shared_from_this<Session> {
 
   beast::tcp_stream stream_;
   HttpServer::Impl& server_;
-  // Bytes read and not yet parsed. Bounded: the parser's limits cover the header section and
-  // the body, but not a chunk header or a trailer, which it buffers whole until their line ends;
-  // unbounded, one client could grow it until read_timeout. The bound leaves room for the
-  // pipelined request watch_for_disconnect may read ahead (max_header + max_body) and one more
-  // read. A request that fills it is answered 400 (http::error::buffer_overflow).
+  // Bytes read and not yet parsed, bounded by read_buffer_bytes (which says why); the bound
+  // leaves room for the pipelined request watch_for_disconnect may read ahead.
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<RequestParser> parser_;
   std::optional<Response> response_;
   Api::ClientGone client_gone_;  // tells the API when the client leaves while it waits
   std::string request_line_;     // "METHOD /path" for the debug log; empty below debug level
