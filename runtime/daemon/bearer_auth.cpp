@@ -1,8 +1,18 @@
 #include "bearer_auth.hpp"
 
+#include <sandglass/daemon/daemon_config.hpp>
+
+#include <fmt/format.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cerrno>
+#include <system_error>
 
 namespace sandglass::daemon {
 namespace {
@@ -15,6 +25,10 @@ bool starts_with_scheme(std::string_view value) noexcept {
     if (std::tolower(static_cast<unsigned char>(value[i])) != kScheme[i]) return false;
   }
   return value[kScheme.size()] == ' ';
+}
+
+[[noreturn]] void token_file_error(const std::string& message) {
+  throw ConfigError{"server.auth_token_file", message};
 }
 
 }  // namespace
@@ -46,6 +60,58 @@ BearerAuth::Verdict BearerAuth::check(const HttpRequest& request) const noexcept
   value.remove_prefix(kScheme.size());
   while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
   return constant_time_equals(token_, value) ? Verdict::allowed : Verdict::invalid;
+}
+
+std::string auth_token_problem(std::string_view token) {
+  if (token.empty()) return "is empty";
+  if (token.size() > kMaxAuthTokenBytes) {
+    return fmt::format("holds more than {} bytes", kMaxAuthTokenBytes);
+  }
+  const auto visible = [](char c) { return c > 0x20 && c < 0x7F; };
+  if (!std::ranges::all_of(token, visible)) {
+    return "must be one line of visible ASCII characters (no spaces or control characters)";
+  }
+  return {};
+}
+
+std::string read_auth_token_file(const std::string& path) {
+  const std::string quoted = fmt::format("{:?}", path);
+  // O_NONBLOCK: a FIFO in its place must not hang the start.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) {
+    token_file_error(fmt::format("cannot read {}: {}", quoted, std::generic_category().message(errno)));
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat info{};
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    token_file_error(fmt::format("{} is not a regular file", quoted));
+  }
+  if ((info.st_mode & 077) != 0) {
+    token_file_error(fmt::format(
+        "{} may be read or written by group or others (mode {:04o}); make it 0600 or 0400", quoted,
+        info.st_mode & 07777));
+  }
+  // The longest token, a CR LF, and one byte more to tell that there is more.
+  std::string text(kMaxAuthTokenBytes + 3, '\0');
+  std::size_t size = 0;
+  while (size < text.size()) {
+    const ssize_t n = ::read(fd, text.data() + size, text.size() - size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      token_file_error(fmt::format("cannot read {}: {}", quoted, std::generic_category().message(errno)));
+    }
+    if (n == 0) break;
+    size += static_cast<std::size_t>(n);
+  }
+  text.resize(size);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  if (const std::string problem = auth_token_problem(text); !problem.empty()) {
+    token_file_error(quoted + " " + problem);
+  }
+  return text;
 }
 
 bool is_open_path(std::string_view path) noexcept {

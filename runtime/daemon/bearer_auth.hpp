@@ -1,6 +1,6 @@
 // bearer_auth.hpp (private) — `BearerAuth`, the optional bearer token that sandglassd requires on
-// every path but /healthz, /readyz and /metrics (config key server.auth_token_file), and
-// `constant_time_equals`, the comparison it uses.
+// every path but /healthz, /readyz and /metrics (config key server.auth_token_file),
+// `constant_time_equals`, the comparison it uses, and `read_auth_token_file`, which reads it.
 //
 //   BearerAuth auth{"s3cret"};
 //   auth.check(request);   // allowed only for exactly one "Authorization: Bearer s3cret"
@@ -48,6 +48,16 @@ class BearerAuth {
  private:
   std::string token_;
 };
+
+// What is wrong with a token, or "" when nothing is: it must be 1 to kMaxAuthTokenBytes visible
+// ASCII characters (no spaces or control characters). Never quotes the token.
+std::string auth_token_problem(std::string_view token);
+
+// The token in the file at `path`, without its trailing newline(s). Throws ConfigError naming
+// server.auth_token_file when the file cannot be read, is not a regular file, may be read or
+// written by group or others (mode & 077), or holds no valid token. Errors name the file, never
+// its content.
+std::string read_auth_token_file(const std::string& path);
 
 // Paths that stay open when a token is required: health, readiness and metrics.
 bool is_open_path(std::string_view path) noexcept;

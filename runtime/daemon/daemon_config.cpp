@@ -13,9 +13,6 @@
 #include <toml++/toml.h>
 
 #include <arpa/inet.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -226,74 +223,14 @@ void set_listen(DaemonConfig& c, const Entry& e) {
   c.listen_port = address->port;
 }
 
-// ---- server.auth_token_file: the bearer token, read when the key is read -------------------
+// ---- server.auth_token_file: the bearer token, read when the key is read (bearer_auth.cpp) ---
 
 constexpr std::string_view kAuthTokenKey = "server.auth_token_file";
-
-// What is wrong with a token, or "" when nothing is. Never quotes the token.
-std::string token_problem(std::string_view token) {
-  if (token.empty()) return "is empty";
-  if (token.size() > kMaxAuthTokenBytes) {
-    return fmt::format("holds more than {} bytes", kMaxAuthTokenBytes);
-  }
-  const auto visible = [](char c) { return c > 0x20 && c < 0x7F; };
-  if (!std::ranges::all_of(token, visible)) {
-    return "must hold the token on one line of visible ASCII characters (no spaces or control "
-           "characters)";
-  }
-  return {};
-}
-
-// The token in the file at `path`, without its trailing newline. Throws ConfigError naming
-// server.auth_token_file when it cannot be read, is not a regular file, may be read or written
-// by group or others, or does not hold a valid token. Errors never include the file's content.
-std::string read_token_file(const std::string& path) {
-  const std::string quoted = quote_string(path);
-  // O_NONBLOCK: a FIFO in its place must not hang the start.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-  if (fd < 0) {
-    throw ConfigError{std::string{kAuthTokenKey},
-                      fmt::format("cannot read {}: {}", quoted, std::generic_category().message(errno))};
-  }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat info{};
-  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-    throw ConfigError{std::string{kAuthTokenKey}, fmt::format("{} is not a regular file", quoted)};
-  }
-  if ((info.st_mode & 077) != 0) {
-    throw ConfigError{std::string{kAuthTokenKey},
-                      fmt::format("{} may be read or written by group or others (mode {:04o}); "
-                                  "make it 0600 or 0400",
-                                  quoted, info.st_mode & 07777)};
-  }
-  // The longest token, a CR LF, and one byte more to tell that there is more.
-  std::string text(kMaxAuthTokenBytes + 3, '\0');
-  std::size_t size = 0;
-  while (size < text.size()) {
-    const ssize_t n = ::read(fd, text.data() + size, text.size() - size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      throw ConfigError{std::string{kAuthTokenKey},
-                        fmt::format("cannot read {}: {}", quoted, std::generic_category().message(errno))};
-    }
-    if (n == 0) break;
-    size += static_cast<std::size_t>(n);
-  }
-  text.resize(size);
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-  if (const std::string problem = token_problem(text); !problem.empty()) {
-    throw ConfigError{std::string{kAuthTokenKey}, quoted + " " + problem};
-  }
-  return text;
-}
 
 // An empty path means no token (so a flag can turn off what the file set).
 void set_auth_token_file(DaemonConfig& c, const Entry& e) {
   c.auth_token_file = e.string("a path to a file holding the token");
-  c.auth_token = c.auth_token_file.empty() ? std::string{} : read_token_file(c.auth_token_file);
+  c.auth_token = c.auth_token_file.empty() ? std::string{} : read_auth_token_file(c.auth_token_file);
 }
 
 constexpr Field<DaemonConfig> kServerFields[] = {
@@ -598,7 +535,7 @@ void DaemonConfig::validate() const {
   check_one_of("log.format", log_format, kLogFormats);
   for (const auto& [name, command] : commands) check_command("commands." + name, command);
   if (!auth_token.empty()) {
-    if (const std::string problem = token_problem(auth_token); !problem.empty()) {
+    if (const std::string problem = auth_token_problem(auth_token); !problem.empty()) {
       throw ConfigError{std::string{kAuthTokenKey}, "the token " + problem};
     }
   } else if (!auth_token_file.empty()) {

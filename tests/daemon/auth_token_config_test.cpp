@@ -121,15 +121,15 @@ TEST_SUITE("server.auth_token_file") {
     }
     SUBCASE("two lines") {
       text = std::string{kToken} + "\nsecond-line";
-      expected = "must hold the token on one line of visible ASCII characters";
+      expected = "must be one line of visible ASCII characters";
     }
     SUBCASE("a space inside") {
       text = "tok en";
-      expected = "must hold the token on one line of visible ASCII characters";
+      expected = "must be one line of visible ASCII characters";
     }
     SUBCASE("bytes that are not ASCII") {
       text = "tok\xc3\xa9n";
-      expected = "must hold the token on one line of visible ASCII characters";
+      expected = "must be one line of visible ASCII characters";
     }
     SUBCASE("longer than 4096 bytes") {
       text = std::string(4097, 'k');
@@ -168,8 +168,8 @@ TEST_SUITE("server.auth_token_file") {
     DaemonConfig c;
     c.auth_token = "two words";
     CHECK(thrown_by([&c] { c.validate(); }).what ==
-          "server.auth_token_file: the token must hold the token on one line of visible ASCII "
-          "characters (no spaces or control characters)");
+          "server.auth_token_file: the token must be one line of visible ASCII characters (no "
+          "spaces or control characters)");
     c.auth_token.clear();
     c.auth_token_file = "/etc/sandglass/token";
     const Thrown e = thrown_by([&c] { c.validate(); });
