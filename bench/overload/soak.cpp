@@ -142,6 +142,7 @@ void fill_outcomes(SoakFigures& f, const Options& o, double capacity, const Reco
   f.consistent = r.consistent;
   f.transport_errors = s.transport_errors;
   f.no_free_connection = s.no_free_connection;
+  f.first_error = s.first_error;
   std::vector<double> refusal_us;
   for (const JobRecord& j : rec.records()) {
     if (j.fate == Fate::rejected) {
@@ -282,7 +283,10 @@ int run_soak(const Options& o) {
     fill_memory(report.soak, sampler.samples(), rec.start() + o.soak_warm_up, rec.start() + o.soak,
                 o.max_rss_growth_mib);
     for (const ProcessSample& x : sampler.samples()) {
-      if (x.at >= rec.start()) report.soak.fds_peak = std::max(report.soak.fds_peak, x.fds);
+      if (x.at < rec.start() || x.at > rec.start() + o.soak) continue;
+      report.soak.fds_peak = std::max(report.soak.fds_peak, x.fds);
+      report.soak.series.emplace_back(seconds(x.at - rec.start()),
+                                      static_cast<double>(x.rss_bytes) / kMiB, x.fds);
     }
   }
   // The client's connections are closed; the daemon should be back at its idle count.
