@@ -86,6 +86,7 @@ void print_soak(std::FILE* out, const SoakReport& r) {
     fmt::print(out, "{:<28} {}\n", "daemon's drain summary", counts_text(t.daemon));
     fmt::print(out, "{:<28} {} (requests the daemon never took: refused or closed connections)\n",
                "not taken", t.transport_errors);
+    fmt::print(out, "{:<28} {}\n", "refusals without answer", t.refusals_unanswered);
     fmt::print(out, "{:<28} {}\n", "SIGTERM accounting", t.problem.empty() ? "ok" : "FAILED: " + t.problem);
   }
   fmt::print(out, "# {}\n", r.ok() ? "all checks held" : "FAILED");
@@ -156,6 +157,7 @@ bool write_soak_json(const std::string& path, const SoakReport& r, std::string& 
         {"daemon_counts", counts_json(t.daemon)},
         {"not_taken", t.transport_errors},
         {"other_answers", t.other_answers},
+        {"refusals_unanswered", t.refusals_unanswered},
         {"problem", t.problem}};
   }
   std::ofstream file{path};

@@ -62,6 +62,7 @@ struct SigtermFigures {
   JobCounts daemon;        // drain summary minus /metrics before the phase
   std::size_t transport_errors = 0;  // requests the daemon never took (refused, closed)
   std::size_t other_answers = 0;     // answers without a job state
+  std::uint64_t refusals_unanswered = 0;  // counted rejections the client saw no answer for
   std::string problem;     // empty when the phase held
 };
 
