@@ -2,6 +2,7 @@
 
 #include "report.hpp"
 
+#include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
@@ -66,6 +67,7 @@ void print_soak(std::FILE* out, const SoakReport& r) {
   fmt::print(out, "{:<28} late {}, expired {}, cancelled {}, failed {} (transport errors {}, no free connection {})\n",
              "other fates", s.completed_late, s.expired, s.cancelled, s.failed, s.transport_errors,
              s.no_free_connection);
+  if (!s.first_error.empty()) fmt::print(out, "{:<28} {}\n", "first client error", s.first_error);
   fmt::print(out, "{:<28} {:.1f} / {:.1f} / {:.1f} MiB (start after {:.0f} s warm-up / peak / end; bound start + {:.0f} MiB; {} samples) {}\n",
              "RSS start / peak / end", s.rss_start_mib, s.rss_peak_mib, s.rss_end_mib,
              std::chrono::duration<double>{o.soak_warm_up}.count(), s.rss_bound_mib, s.samples,
@@ -84,6 +86,7 @@ void print_soak(std::FILE* out, const SoakReport& r) {
     fmt::print(out, "{:<28} {}\n", "daemon's drain summary", counts_text(t.daemon));
     fmt::print(out, "{:<28} {} (requests the daemon never took: refused or closed connections)\n",
                "not taken", t.transport_errors);
+    fmt::print(out, "{:<28} {}\n", "refusals without answer", t.refusals_unanswered);
     fmt::print(out, "{:<28} {}\n", "SIGTERM accounting", t.problem.empty() ? "ok" : "FAILED: " + t.problem);
   }
   fmt::print(out, "# {}\n", r.ok() ? "all checks held" : "FAILED");
@@ -113,6 +116,7 @@ bool write_soak_json(const std::string& path, const SoakReport& r, std::string& 
       {"failed", s.failed},
       {"transport_errors", s.transport_errors},
       {"no_free_connection", s.no_free_connection},
+      {"first_error", s.first_error},
       {"rss_start_mib", num(s.rss_start_mib, 1)},
       {"rss_peak_mib", num(s.rss_peak_mib, 1)},
       {"rss_end_mib", num(s.rss_end_mib, 1)},
@@ -124,6 +128,9 @@ bool write_soak_json(const std::string& path, const SoakReport& r, std::string& 
       {"rss_ok", s.rss_ok},
       {"fds_ok", s.fds_ok},
       {"consistent", s.consistent}};
+  json::array series;
+  for (const auto& [at_s, rss_mib, fds] : s.series) series.push_back(json::array{num(at_s, 1), num(rss_mib, 2), fds});
+  soak["samples"] = std::move(series);  // [seconds since the soak began, RSS MiB, fds]
   json::object root{{"command", o.command_line},
                     {"settings",
                      {{"workers", o.workers},
@@ -150,6 +157,7 @@ bool write_soak_json(const std::string& path, const SoakReport& r, std::string& 
         {"daemon_counts", counts_json(t.daemon)},
         {"not_taken", t.transport_errors},
         {"other_answers", t.other_answers},
+        {"refusals_unanswered", t.refusals_unanswered},
         {"problem", t.problem}};
   }
   std::ofstream file{path};

@@ -11,6 +11,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <vector>
 
 namespace sandglass::bench {
 
@@ -38,10 +40,13 @@ struct SoakFigures {
   std::optional<double> rejection_p50_us, rejection_p99_us;  // answer of a refusal, client side
   std::uint64_t completed_late = 0, expired = 0, cancelled = 0, failed = 0;
   std::size_t transport_errors = 0, no_free_connection = 0;
+  std::string first_error;  // of the client, if any
   std::optional<double> latency_p50_ms, latency_p99_ms;  // on-time completions
   double rss_start_mib = 0, rss_peak_mib = 0, rss_end_mib = 0, rss_bound_mib = 0;
   std::size_t fds_start = 0, fds_peak = 0, fds_end = 0;
   std::size_t samples = 0;  // RSS/fd samples after the warm-up
+  // Every sample from the start of the soak: seconds since its start, RSS in MiB, fds.
+  std::vector<std::tuple<double, double, std::size_t>> series;
   bool consistent = true;   // every arrival has one fate
   bool rss_ok = false, fds_ok = false;
 };
@@ -57,6 +62,7 @@ struct SigtermFigures {
   JobCounts daemon;        // drain summary minus /metrics before the phase
   std::size_t transport_errors = 0;  // requests the daemon never took (refused, closed)
   std::size_t other_answers = 0;     // answers without a job state
+  std::uint64_t refusals_unanswered = 0;  // counted rejections the client saw no answer for
   std::string problem;     // empty when the phase held
 };
 

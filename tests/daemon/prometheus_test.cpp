@@ -108,10 +108,16 @@ class PrometheusProcess {
   std::uint16_t port() const { return port_; }
   std::string log() const { return slurp(log_); }
   bool running() {
-    return pid_ > 0 && ::waitpid(pid_, nullptr, WNOHANG) == 0;
+    if (pid_ <= 0) return false;
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == 0) return true;
+    pid_ = -1;  // it ended on its own: reaped here
+    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return false;
   }
 
-  // Its exit code after SIGTERM (128 + signal when it had to be killed).
+  // Its exit code after SIGTERM (128 + signal when it had to be killed), or the code it
+  // ended with on its own.
   int stop() {
     if (pid_ <= 0) return exit_code_;
     ::kill(pid_, SIGTERM);
