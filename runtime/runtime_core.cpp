@@ -17,6 +17,12 @@ DeadlineQueueOptions queue_options(const RuntimeOptions& o) {
 
 Job& job_of(QueueItem* item) { return static_cast<Job&>(*item); }
 
+// A running job past its deadline, as reported at `now`. Requires the runtime's lock.
+Overrun overrun_of(const Job& job, TimePoint now) {
+  return {.worker = job.worker, .id = job.id, .kind = job.kind, .deadline = job.deadline,
+          .started_at = job.started_at, .past_deadline = -job.deadline.slack(now)};
+}
+
 }  // namespace
 
 RuntimeCore::RuntimeCore(RuntimeOptions options)
@@ -249,9 +255,7 @@ Deadline RuntimeCore::visit_overdue(TimePoint now, std::vector<std::shared_ptr<J
     const Deadline due = overrun_due(job);
     if (due.expired(now)) {
       job.overrun_reported = true;
-      overruns.push_back({.worker = job.worker, .id = job.id, .kind = job.kind,
-                          .deadline = job.deadline, .started_at = job.started_at,
-                          .past_deadline = -job.deadline.slack(now)});
+      overruns.push_back(overrun_of(job, now));
     } else {
       next = earlier(next, due);
     }
@@ -339,9 +343,7 @@ std::vector<Overrun> RuntimeCore::overruns() const {
   const TimePoint now = Clock::now();
   for (const Job& job : running_) {
     if (!overrun_due(job).expired(now)) break;  // and so are all later deadlines
-    out.push_back({.worker = job.worker, .id = job.id, .kind = job.kind,
-                   .deadline = job.deadline, .started_at = job.started_at,
-                   .past_deadline = -job.deadline.slack(now)});
+    out.push_back(overrun_of(job, now));
   }
   return out;
 }
