@@ -56,6 +56,9 @@ std::optional<RequestError> read_body_field(std::string_view key, const boost::j
       return RequestError{"idempotency_key", "must be a string of 1 to 256 bytes"};
     }
     out.idempotency_key = v.get_string();
+  } else if (key.empty()) {
+    // An error must name a field; an empty one would name none (found by fuzz_job_request).
+    return RequestError{"body", "has a field with an empty name, which is not a known field"};
   } else {
     return RequestError{std::string{key}, "is not a known field"};
   }
@@ -96,6 +99,7 @@ std::optional<RequestError> read_query(std::string_view query, JobRequest& out) 
     const auto eq = pair.find('=');
     const std::string_view key = pair.substr(0, eq);
     const std::string_view value = eq == std::string_view::npos ? "" : pair.substr(eq + 1);
+    if (key.empty()) return RequestError{"query", "has a parameter without a name"};
     if (key != "wait") return RequestError{printable(key), "is not a known query parameter"};
     if (value == "true" || value == "1") {
       out.wait = true;
