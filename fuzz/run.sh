@@ -34,5 +34,6 @@ dict=()
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
-"$build/fuzz/fuzz_$target" "${dict[@]}" -max_total_time="$seconds" -print_final_stats=1 \
+# An input that takes over 30 s counts as a hang, which fails the run like a crash.
+"$build/fuzz/fuzz_$target" "${dict[@]}" -max_total_time="$seconds" -timeout=30 -print_final_stats=1 \
   -artifact_prefix="$artifacts/" "$@" "$corpus"

@@ -197,7 +197,9 @@ auto Runtime::async_submit(JobSpec spec, Handler handler, CompletionToken&& toke
     if (slot.is_connected()) {
       slot.assign([handle](asio::cancellation_type) { handle->cancel(); });
     }
-    *handle = submit(
+    // this->: clang 14 does not see an unqualified member call in a generic lambda as a use of
+    // the captured `this` (-Wunused-lambda-capture).
+    *handle = this->submit(
         std::move(job_spec), std::move(job_handler), [shared, executor, slot](const Outcome& outcome) {
           // One copy into the posted function (the runtime keeps its own), then moved on.
           asio::post(executor, [shared, slot, result = Outcome{outcome}]() mutable {

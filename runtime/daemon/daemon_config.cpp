@@ -58,6 +58,17 @@ std::string quote_string(std::string_view text) {
   return quoted + '"';
 }
 
+// One key as a dotted key writes it: bare when TOML allows that, else quoted. So an empty key
+// shows as "" (with a bare empty name, `[""]` gave an error naming no key; found by
+// fuzz_daemon_config) and a name with a dot is not mistaken for two keys.
+std::string key_text(std::string_view name) {
+  const bool bare = !name.empty() && std::ranges::all_of(name, [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '-';
+  });
+  return bare ? std::string{name} : quote_string(name);
+}
+
 // How a value looks in an error message: strings double-quoted, numbers, booleans and dates as
 // TOML writes them, tables and arrays by their kind.
 std::string describe(const toml::node& node) {
@@ -89,7 +100,7 @@ class Entry {
 
   const std::string& key() const noexcept { return key_; }
   Entry child(std::string_view name, const toml::node& node) const {
-    return Entry{key_ + "." + std::string{name}, node};
+    return Entry{key_ + "." + key_text(name), node};
   }
 
   // Throws "KEY: must be EXPECTED, got VALUE".
@@ -429,7 +440,7 @@ void read_upstreams(DaemonConfig& config, const Entry& upstreams) {
 
 void read_root(DaemonConfig& config, const toml::table& root) {
   for (auto&& [name, node] : root) {
-    const Entry entry{std::string{name.str()}, node};
+    const Entry entry{key_text(name.str()), node};
     if (name.str() == "kinds") {
       read_kinds(config, entry);
     } else if (name.str() == "commands") {
@@ -533,7 +544,7 @@ void DaemonConfig::validate() const {
   check_at_least("records.max_bytes", records.max_bytes, 1);
   check_one_of("log.level", log_level, kLogLevels);
   check_one_of("log.format", log_format, kLogFormats);
-  for (const auto& [name, command] : commands) check_command("commands." + name, command);
+  for (const auto& [name, command] : commands) check_command("commands." + key_text(name), command);
   if (!auth_token.empty()) {
     if (const std::string problem = auth_token_problem(auth_token); !problem.empty()) {
       throw ConfigError{std::string{kAuthTokenKey}, "the token " + problem};

@@ -1,6 +1,6 @@
 // http_message.hpp (private) — `HttpRequest` and `HttpResponse`, HTTP messages as plain values.
-// The API works on these; only the server (http_server.cpp) knows Beast. So the API can be
-// tested, and fuzzed, without a socket.
+// The API works on these; only the server and its request reading (http_server.cpp,
+// http_parse.cpp) know Beast. So the API can be tested, and fuzzed, without a socket.
 //
 // Thread safety: value types.
 #pragma once

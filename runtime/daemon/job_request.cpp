@@ -131,6 +131,9 @@ std::optional<RequestError> read_body_field(std::string_view key, const boost::j
       return RequestError{"idempotency_key", "must be a string of 1 to 256 bytes"};
     }
     out.idempotency_key = v.get_string();
+  } else if (key.empty()) {
+    // An error must name a field; an empty one would name none (found by fuzz_job_request).
+    return RequestError{"body", "has a field with an empty name, which is not a known field"};
   } else {
     return RequestError{std::string{key}, "is not a known field"};
   }

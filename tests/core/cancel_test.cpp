@@ -441,7 +441,10 @@ TEST_SUITE("CancelToken") {
         {CancelCause::upstream, "upstream"},
         {CancelCause::shutdown, "shutdown"},
     }};
-    for (const auto& [cause, name] : names) {
+    for (const auto& entry : names) {
+      // Not a structured binding: CAPTURE's lambda captures `name`, which clang 14 refuses.
+      const CancelCause cause = entry.first;
+      const std::string_view name = entry.second;
       CAPTURE(name);
       CHECK(sandglass::to_string(cause) == name);
       CHECK(sandglass::cancel_cause_from_string(name) == cause);

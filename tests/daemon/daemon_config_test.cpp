@@ -213,6 +213,17 @@ TEST_SUITE("DaemonConfig") {
     }
   }
 
+  TEST_CASE("a key that is empty or not bare is named quoted as TOML writes it") {
+    // Found by fuzz_daemon_config: an empty table name gave an error that named no key.
+    const Thrown empty = parse_error("[\"\"]\na = 1\n");
+    CHECK(empty.key == "\"\"");
+    CHECK(empty.what.starts_with("\"\": unknown key; known tables: server"));
+    const Thrown dotted = parse_error("[commands.\"a.b\"]\nargv = [\"/bin/true\"]\nargs = 1\n");
+    CHECK(dotted.key == "commands.\"a.b\".args");
+    const Thrown in_section = parse_error("[server]\n\"\" = 1\n");
+    CHECK(in_section.key == "server.\"\"");
+  }
+
   TEST_CASE("a value of the wrong type is an error naming its key and the value") {
     SUBCASE("a string for an integer") {
       const Thrown e = parse_error("[server]\nmax_body_bytes = \"abc\"\n");

@@ -99,6 +99,16 @@ TEST_SUITE("job request") {
     CHECK(std::holds_alternative<JobRequest>(ok));
   }
 
+  TEST_CASE("an empty query parameter name or body field name is named by its place") {
+    // Found by fuzz_job_request: both errors named the empty string as their field.
+    const auto query = parse_job_request(post(R"({"kind":"sleep"})", "/v1/jobs?=1"), 32);
+    REQUIRE(std::holds_alternative<RequestError>(query));
+    CHECK(std::get<RequestError>(query).field == "query");
+    const auto body = parse_job_request(post(R"({"kind":"sleep","":1})"), 32);
+    REQUIRE(std::holds_alternative<RequestError>(body));
+    CHECK(std::get<RequestError>(body).field == "body");
+  }
+
   TEST_CASE("nesting deeper than the limit is rejected as a bad body") {
     const auto r = parse_job_request(post(R"({"kind":"sleep","args":{"a":{"b":{"c":1}}}})"), 3);
     REQUIRE(std::holds_alternative<RequestError>(r));
