@@ -105,7 +105,7 @@ class Daemon::Impl {
     const bool in_time = !drain_deadline.expired();
     server_.stop_accepting();
     const Deadline answers_deadline = Deadline::after(config_.limits.write_timeout);
-    while (server_.waiting() > 0 && !answers_deadline.expired()) {
+    while (server_.connections() > 0 && !answers_deadline.expired()) {
       std::this_thread::sleep_for(std::chrono::milliseconds{1});
     }
     server_.stop();

@@ -22,6 +22,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <list>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -40,6 +42,8 @@ constexpr std::size_t kReadChunk = 4096;
 constexpr std::chrono::milliseconds kAcceptPause{100};
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
+class Session;
+
 }  // namespace
 
 class HttpServer::Impl {
@@ -51,14 +55,19 @@ class HttpServer::Impl {
   void stop_accepting();
   void stop();
 
+  using SessionList = std::list<std::weak_ptr<Session>>;
+  SessionList::iterator add_session(std::weak_ptr<Session> session);
+  void remove_session(SessionList::iterator it);
+
   const ServerLimits limits_;
   const std::size_t io_threads_;
   Api& api_;
   DaemonMetrics& metrics_;
   std::atomic<std::size_t> connections_{0};
-  std::atomic<std::size_t> waiting_{0};
   std::atomic<bool> stopping_{false};  // answers close their connection
   std::atomic<std::uint16_t> port_{0};
+  std::mutex sessions_mu_;
+  SessionList sessions_;  // guarded by sessions_mu_; stop_accepting closes the idle ones
   // Declared after what sessions touch when they are destroyed with the io_context.
   asio::io_context ioc_;
   tcp::acceptor acceptor_{asio::make_strand(ioc_)};
@@ -82,10 +91,22 @@ class Session : public std::enable_shared_from_this<Session> {
         buffer_{read_buffer_bytes(server.limits_, kReadChunk)} {
     server_.connections_.fetch_add(1, std::memory_order_relaxed);
   }
-  ~Session() { server_.connections_.fetch_sub(1, std::memory_order_relaxed); }
+  ~Session() {
+    if (registered_) server_.remove_session(*registered_);
+    server_.connections_.fetch_sub(1, std::memory_order_relaxed);
+  }
 
   void start() {
+    registered_ = server_.add_session(weak_from_this());
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_request(); });
+  }
+
+  // For a drain: a connection between requests closes now; one in a request closes once its
+  // answer is written (answers carry Connection: close once the server stops accepting).
+  void close_if_idle() {
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+      if (self->idle_) self->close();
+    });
   }
 
  private:
@@ -98,10 +119,13 @@ class Session : public std::enable_shared_from_this<Session> {
       read_header();
       return;
     }
+    if (server_.stopping_.load(std::memory_order_relaxed)) return close();
     // Idle: wait for the first bytes of the next request, at most idle_timeout.
+    idle_ = true;
     stream_.expires_after(server_.limits_.idle_timeout);
     stream_.async_read_some(buffer_.prepare(kReadChunk),
                             [self = shared_from_this()](error_code ec, std::size_t n) {
+                              self->idle_ = false;
                               self->buffer_.commit(n);
                               if (ec) return self->close();
                               self->read_header();
@@ -147,7 +171,6 @@ class Session : public std::enable_shared_from_this<Session> {
     log_request_line(req);
     keep_alive_ = req.keep_alive();
     answered_ = false;
-    server_.waiting_.fetch_add(1, std::memory_order_relaxed);
     auto self = shared_from_this();
     // May run on a worker thread, or right here: either way the answer is written on the strand.
     auto respond = [self](HttpResponse r) {
@@ -208,7 +231,6 @@ class Session : public std::enable_shared_from_this<Session> {
     response_->prepare_payload();
     stream_.expires_after(server_.limits_.write_timeout);
     http::async_write(stream_, *response_, [self = shared_from_this()](error_code ec, std::size_t) {
-      self->server_.waiting_.fetch_sub(1, std::memory_order_relaxed);
       self->write_done_ = true;
       if (ec) self->peer_gone_ = true;
       if (!self->watching_) self->after_write();
@@ -223,7 +245,6 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // For errors found while reading: one answer, then the connection closes.
   void answer_and_close(HttpResponse r) {
-    server_.waiting_.fetch_add(1, std::memory_order_relaxed);
     request_line_.clear();  // the request was not read whole
     close_after_write_ = true;
     write_answer(std::move(r));
@@ -250,6 +271,8 @@ class Session : public std::enable_shared_from_this<Session> {
   bool write_done_ = false;
   bool peer_gone_ = false;
   bool close_after_write_ = false;
+  bool idle_ = false;  // waiting for the first byte of a request
+  std::optional<HttpServer::Impl::SessionList::iterator> registered_;
 };
 
 }  // namespace
@@ -309,6 +332,25 @@ void HttpServer::Impl::stop_accepting() {
     acceptor_.close(ignored);
     accept_pause_.cancel();
   });
+  std::vector<std::shared_ptr<Session>> live;
+  {
+    const std::lock_guard lock{sessions_mu_};
+    for (const auto& weak : sessions_) {
+      if (auto session = weak.lock()) live.push_back(std::move(session));
+    }
+  }
+  // Outside the lock: a session released here may be destroyed here and unregister itself.
+  for (auto& session : live) session->close_if_idle();
+}
+
+HttpServer::Impl::SessionList::iterator HttpServer::Impl::add_session(std::weak_ptr<Session> session) {
+  const std::lock_guard lock{sessions_mu_};
+  return sessions_.insert(sessions_.end(), std::move(session));
+}
+
+void HttpServer::Impl::remove_session(SessionList::iterator it) {
+  const std::lock_guard lock{sessions_mu_};
+  sessions_.erase(it);
 }
 
 void HttpServer::Impl::stop() {
@@ -325,7 +367,9 @@ HttpServer::~HttpServer() { stop(); }
 void HttpServer::start(const std::string& host, std::uint16_t port) { impl_->start(host, port); }
 std::uint16_t HttpServer::port() const noexcept { return impl_->port_.load(std::memory_order_relaxed); }
 void HttpServer::stop_accepting() { impl_->stop_accepting(); }
-std::size_t HttpServer::waiting() const noexcept { return impl_->waiting_.load(std::memory_order_relaxed); }
+std::size_t HttpServer::connections() const noexcept {
+  return impl_->connections_.load(std::memory_order_relaxed);
+}
 void HttpServer::stop() { impl_->stop(); }
 
 }  // namespace sandglass::daemon

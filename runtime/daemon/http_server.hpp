@@ -9,7 +9,7 @@
 // and a keep-alive connection closes after idle_timeout without a request. Connections beyond
 // max_connections are closed as soon as they are accepted.
 //
-// Thread safety: `start`, `stop_accepting`, `stop` from one thread; `waiting`, `port` from any.
+// Thread safety: `start`, `stop_accepting`, `stop` from one thread; `connections`, `port` from any.
 #pragma once
 
 #include "api.hpp"
@@ -36,10 +36,11 @@ class HttpServer {
   void start(const std::string& host, std::uint16_t port);
   std::uint16_t port() const noexcept;
 
-  // Closes the listening socket; answers still to come are written with `Connection: close`.
+  // Closes the listening socket and the connections that are between requests; a request being
+  // read or answered is answered (with `Connection: close`), then its connection closes.
   void stop_accepting();
-  // Requests read whose answer has not been written yet.
-  std::size_t waiting() const noexcept;
+  // Open connections; 0 after stop_accepting means every request read has had its answer.
+  std::size_t connections() const noexcept;
   // Closes every connection and joins the I/O threads. Blocks. Idempotent.
   void stop();
 
