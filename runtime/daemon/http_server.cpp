@@ -102,10 +102,13 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   // For a drain: a connection between requests closes now; one in a request closes once its
-  // answer is written (answers carry Connection: close once the server stops accepting).
+  // answer is written (answers carry Connection: close once the server stops accepting). The
+  // idle read is cancelled, not the socket closed: if bytes arrived just before, its handler
+  // is already queued and reads that request, which is answered.
   void close_if_idle() {
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] {
-      if (self->idle_) self->close();
+      error_code ignored;
+      if (self->idle_) self->stream_.socket().cancel(ignored);
     });
   }
 
@@ -219,7 +222,10 @@ class Session : public std::enable_shared_from_this<Session> {
     answered_ = true;
     write_done_ = false;
     client_gone_ = {};
-    if (watching_) stream_.socket().cancel();  // the watch ends; after_write waits for it
+    if (watching_) {
+      error_code ignored;
+      stream_.socket().cancel(ignored);  // the watch ends; after_write waits for it
+    }
     server_.metrics_.http_response(r.status);
     response_.emplace(static_cast<http::status>(r.status), 11);
     if (r.status == kStatusClientClosedRequest) response_->reason("Client Closed Request");
