@@ -35,14 +35,20 @@ class DuplicateKeyFinder {
 
   bool on_document_begin(boost::system::error_code&) { return true; }
   bool on_document_end(boost::system::error_code&) { return true; }
-  bool on_array_begin(boost::system::error_code&) { return true; }
-  bool on_array_end(std::size_t, boost::system::error_code&) { return true; }
+  bool on_array_begin(boost::system::error_code&) {
+    open(false);
+    return true;
+  }
+  bool on_array_end(std::size_t, boost::system::error_code&) {
+    frames_.pop_back();
+    return true;
+  }
   bool on_object_begin(boost::system::error_code&) {
-    objects_.push_back({.path = value_path_, .keys = {}});
+    open(true);
     return true;
   }
   bool on_object_end(std::size_t, boost::system::error_code&) {
-    objects_.pop_back();
+    frames_.pop_back();
     return true;
   }
   bool on_string_part(boost::json::string_view, std::size_t, boost::system::error_code&) { return true; }
@@ -53,13 +59,13 @@ class DuplicateKeyFinder {
   }
   bool on_key(boost::json::string_view part, std::size_t, boost::system::error_code& ec) {
     key_.append(part.data(), part.size());
-    Object& object = objects_.back();
-    value_path_ = object.path.empty() ? key_ : object.path + "." + key_;
-    if (!object.keys.insert(std::move(key_)).second) {
-      duplicate_ = value_path_;
+    Frame& object = frames_.back();
+    if (!object.keys.insert(key_).second) {
+      duplicate_ = path_to(key_);
       ec = boost::json::error::syntax;  // stops the parser; duplicate() says why
       return false;
     }
+    object.last_key = std::move(key_);
     key_.clear();
     return true;
   }
@@ -73,13 +79,35 @@ class DuplicateKeyFinder {
   bool on_comment(boost::json::string_view, boost::system::error_code&) { return true; }
 
  private:
-  struct Object {
-    std::string path;  // of the key this object is the value of; "" at the top
-    std::set<std::string, std::less<>> keys;
+  // An open object or array. Each holds only its own key, so the work stays linear in the
+  // body's size; the dotted path is built only for the error.
+  struct Frame {
+    bool object = true;
+    std::string key;  // of the value this is: the key in the enclosing object, or the enclosing
+                      // array's key for an element; "" at the top
+    std::set<std::string, std::less<>> keys;  // objects: the keys read so far
+    std::string last_key;                     // objects: the key whose value is being read
   };
-  std::vector<Object> objects_;
-  std::string key_;         // the key being read
-  std::string value_path_;  // the path of the last key read
+
+  void open(bool object) {
+    std::string key;
+    if (!frames_.empty()) key = frames_.back().object ? frames_.back().last_key : frames_.back().key;
+    frames_.push_back({.object = object, .key = std::move(key), .keys = {}, .last_key = {}});
+  }
+
+  // "args.body.k": the keys of the enclosing objects (arrays add nothing), then `key`.
+  std::string path_to(const std::string& key) const {
+    std::string path;
+    for (const Frame& frame : frames_) {
+      if (!frame.object || frame.key.empty()) continue;
+      path += frame.key;
+      path += '.';
+    }
+    return path + key;
+  }
+
+  std::vector<Frame> frames_;
+  std::string key_;  // the key being read
   std::string duplicate_;
 };
 

@@ -84,6 +84,9 @@ TEST_SUITE("job request") {
         {R"({"kind":"exec","args":{"command":"cat","command":"rm"}})", "args.command"},
         {R"({"kind":"forward","args":{"upstream":"a","body":{"args":{"x":1,"x":2}}}})", "args.body.args.x"},
         {R"({"kind":"forward","args":{"upstream":"a","body":[{"k":1,"k":2}]}})", "args.body.k"},
+        // The second element's path does not pick up a key of the first.
+        {R"({"kind":"forward","args":{"upstream":"a","body":[{"j":1},{"k":1,"k":2}]}})", "args.body.k"},
+        {R"({"kind":"forward","args":{"upstream":"a","body":{"x":{"y":1},"k":1,"k":2}}})", "args.body.k"},
         {R"({"kind":"sl\u0065ep","k\u0069nd":"spin"})", "kind"},  // the same key, escaped
     };
     for (const auto& [body, field] : cases) {
