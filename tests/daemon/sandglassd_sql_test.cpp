@@ -7,6 +7,8 @@
 #include <boost/json/serialize.hpp>
 #include <doctest/doctest.h>
 
+#include <signal.h>
+
 #include <chrono>
 #include <memory>
 #include <string>
@@ -42,6 +44,12 @@ commits = true
 [queries.probe]
 database = "main"
 sql = "INSERT INTO pool_probe (note) VALUES ($1)"
+params = 1
+commits = true
+
+[queries.frozen]
+database = "main"
+sql = "INSERT INTO frozen_ledger (note) VALUES ($1)"
 params = 1
 commits = true
 
@@ -204,6 +212,45 @@ TEST_SUITE("sandglassd sql") {
     CHECK(pg.scalar("SELECT count(*) FROM ledger WHERE note = 'transfer-7'") == "1");
     CHECK(metric(d->port(), R"(sandglass_completed_after_cancel_total{kind="sql"})") == 1);
     CHECK(metric(d->port(), R"(sandglass_sql_cancel_requests_total{database="main"})") == 0);
+  }
+
+  TEST_CASE("a COMMIT the server never answers fails the job by its deadline plus the grace with the connection closed" *
+            doctest::timeout(120)) {
+    PostgresServer& pg = shared_server();
+    // A deferred trigger keeps the COMMIT busy long enough to freeze its backend with SIGSTOP:
+    // the server neither answers nor closes the connection, as when it hangs or packets drop.
+    pg.execute(R"(
+      CREATE TABLE IF NOT EXISTS frozen_ledger (note text);
+      CREATE OR REPLACE FUNCTION slow_frozen_commit() RETURNS trigger LANGUAGE plpgsql AS
+        $$ BEGIN PERFORM pg_sleep(3); RETURN NULL; END $$;
+      DROP TRIGGER IF EXISTS frozen_slow_commit ON frozen_ledger;
+      CREATE CONSTRAINT TRIGGER frozen_slow_commit AFTER INSERT ON frozen_ledger
+        DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_frozen_commit();)");
+    const auto d = sql_daemon(pg.port(), 1);  // cancel_grace_ms = 2000
+    Connection c{d->port()};
+    const auto start = std::chrono::steady_clock::now();
+    c.send(request_bytes("POST", "/v1/jobs", sql_job("frozen", R"(["f-1"])", 4000)));
+    REQUIRE(eventually([&] { return active(pg, "COMMIT") == "1"; }));
+    const pid_t backend = static_cast<pid_t>(std::stol(pg.scalar(
+        "SELECT pid FROM pg_stat_activity WHERE state = 'active' AND query = 'COMMIT'")));
+    REQUIRE(::kill(backend, SIGSTOP) == 0);
+    struct Resume {
+      pid_t pid;
+      ~Resume() { ::kill(pid, SIGCONT); }
+    } resume{backend};
+
+    const auto a = c.read_answer(20s);
+    const auto took = since(start);
+    REQUIRE(a.has_value());
+    CHECK(took < 9000ms);  // the 4 s budget plus the 2 s grace, plus a margin for a loaded machine
+    CHECK(a->status == 500);
+    const object r = json_of(*a);
+    CHECK(r.at("state").as_string() == "failed");
+    INFO(a->body);
+    CHECK(std::string{r.at("error").as_string()}.find("whether it committed is unknown") != std::string::npos);
+    CHECK(result_of(r).at("phase").as_string() == "commit");
+    CHECK(metric(d->port(), R"(sandglass_sql_pool_connections{database="main"})") == 0);
+    CHECK(post_job(d->port(), sql_job("series", "[1]")).status == 200);  // on a new connection
   }
 
   TEST_CASE("a result carries column names and typed values and is capped by max_rows" *

@@ -141,7 +141,8 @@ class SqlJob {
     const StatementRequest request{.sql = query_.config.sql, .params = params,
                                    .statement_timeout = timeout,
                                    .transaction = query_.config.commits,
-                                   .max_rows = db_.config.max_rows};
+                                   .max_rows = db_.config.max_rows,
+                                   .deadline = ctx_.deadline().time_point()};
     const TimePoint start = Clock::now();
     StatementReport report = lease->connection()->run(request, wake.fd(), db_.config.cancel_grace, [this] {
       try {
