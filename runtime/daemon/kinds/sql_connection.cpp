@@ -211,13 +211,15 @@ class SqlConnection::Exchange {
   }
 
   void send_cancel() {
-    std::array<char, 256> buffer{};
-    // Blocks for one round trip to the server (libpq opens a new connection for the request).
-    if (c_.cancel_ != nullptr) PQcancel(c_.cancel_, buffer.data(), static_cast<int>(buffer.size()));
+    // The grace starts before PQcancel, which blocks this thread for a whole TCP connect to the
+    // server and one round trip (libpq opens a new connection for the request): the grace
+    // covers that time too.
     const TimePoint now = Clock::now();
     if (!cancel_sent_) until_ = saturating_add(now, grace_);
     cancel_sent_ = true;
-    resend_at_ = saturating_add(now, kCancelResendInterval);
+    std::array<char, 256> buffer{};
+    if (c_.cancel_ != nullptr) PQcancel(c_.cancel_, buffer.data(), static_cast<int>(buffer.size()));
+    resend_at_ = saturating_add(Clock::now(), kCancelResendInterval);
   }
 
   SqlConnection& c_;
