@@ -305,6 +305,10 @@ TEST_SUITE("sandglassd sql") {
     CHECK(field_of(R"({"query":"sleep","params":[[1]]})") == "args.params[0]");
     CHECK(field_of(R"({"query":"types","params":["a",1,true,{"x":1}]})") == "args.params[3]");
     CHECK(field_of(R"({"query":"backend","sql":"SELECT 1"})") == "args.sql");
+    CHECK(field_of(R"({"query":"types","params":["a",1,true,"x\u0000y"]})") == "args.params[3]");
+    const HttpAnswer nul = post_job(d.port(), R"({"kind":"sql","args":{"query":"sleep","params":["1\u00002"]}})");
+    CHECK(nul.status == 400);
+    CHECK(std::string{json_of(nul).at("error").as_string()} == "must not contain a NUL character");
     const HttpAnswer count = post_job(d.port(), R"({"kind":"sql","args":{"query":"sleep","params":[]}})");
     CHECK(std::string{json_of(count).at("error").as_string()} ==
           "query \"sleep\" takes 1 parameter, got 0");

@@ -94,6 +94,10 @@ Params read_params(const boost::json::object& args, const Query& query) {
   for (std::size_t i = 0; i < items.size(); ++i) {
     const boost::json::value& item = items[i];
     if (item.is_string()) {
+      // libpq passes parameters as C strings: a NUL would silently cut the value short.
+      if (item.get_string().find('\0') != boost::json::string::npos) {
+        throw ArgsError{"args.params[" + std::to_string(i) + "]", "must not contain a NUL character"};
+      }
       params.emplace_back(std::string{item.get_string()});
     } else if (item.is_bool()) {
       params.emplace_back(item.get_bool() ? "true" : "false");
