@@ -53,6 +53,12 @@ sql = "INSERT INTO frozen_ledger (note) VALUES ($1)"
 params = 1
 commits = true
 
+[queries.slow_write]
+database = "main"
+sql = "INSERT INTO slow_ledger (note) SELECT $1 FROM pg_sleep(30)"
+params = 1
+commits = true
+
 [queries.types]
 database = "main"
 sql = "SELECT $1::text AS t, $2::int AS i, $3::boolean AS b, $4::text AS n, 1.5::float8 AS f, '{\"a\": [1]}'::jsonb AS j, 12.50::numeric AS num"
@@ -212,6 +218,30 @@ TEST_SUITE("sandglassd sql") {
     CHECK(pg.scalar("SELECT count(*) FROM ledger WHERE note = 'transfer-7'") == "1");
     CHECK(metric(d->port(), R"(sandglass_completed_after_cancel_total{kind="sql"})") == 1);
     CHECK(metric(d->port(), R"(sandglass_sql_cancel_requests_total{database="main"})") == 0);
+  }
+
+  TEST_CASE("a write cancelled during its statement is rolled back and its connection is reused" *
+            doctest::timeout(120)) {
+    PostgresServer& pg = shared_server();
+    pg.execute("CREATE TABLE IF NOT EXISTS slow_ledger (note text)");
+    const auto d = sql_daemon(pg.port(), 1);
+    const std::int64_t before = backend_pid(d->port());  // job 1
+    Connection c{d->port()};
+    c.send(request_bytes("POST", "/v1/jobs", sql_job("slow_write", R"(["w-1"])", 60'000)));
+    REQUIRE(eventually([&] { return active(pg, "%pg_sleep%") == "1"; }));
+    CHECK(http(d->port(), "DELETE", "/v1/jobs/2").status == 200);
+
+    const auto a = c.read_answer(20s);
+    REQUIRE(a.has_value());
+    INFO(a->body);
+    const object r = json_of(*a);
+    CHECK(r.at("state").as_string() == "cancelled");
+    CHECK(r.at("cause").as_string() == "caller");
+    CHECK(result_of(r).at("phase").as_string() == "statement");
+    CHECK(metric(d->port(), R"(sandglass_sql_cancel_requests_total{database="main"})") == 1);
+    // The ROLLBACK after the confirmed cancel left the connection clean: it is pooled again.
+    CHECK(backend_pid(d->port()) == before);
+    CHECK(pg.scalar("SELECT count(*) FROM slow_ledger") == "0");
   }
 
   TEST_CASE("a COMMIT the server never answers fails the job by its deadline plus the grace with the connection closed" *

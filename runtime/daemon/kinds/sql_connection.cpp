@@ -364,23 +364,26 @@ StatementReport SqlConnection::run(const StatementRequest& request, int wake_fd,
   }
   if (!request.transaction) return report;
 
-  const auto finish = [&](const char* command) {
+  // The statement's results are in: no more cancel requests (nor their timers, which may have
+  // passed), and the answer to ROLLBACK or COMMIT is awaited until the job's deadline (or now,
+  // if later) plus the grace.
+  const auto finish = [&](const char* command, std::string if_unanswered) {
+    x.bound_by(saturating_add(std::max(request.deadline, Clock::now()), cancel_grace),
+               "no answer to " + std::string{command} + " by the job's deadline plus cancel_grace_ms (" +
+                   std::to_string(cancel_grace.count()) + ")" + if_unanswered);
     if (PQsendQuery(conn_, command) != 1 || !x.drain(report)) lose();
   };
   if (report.end != End::ok) {
-    finish("ROLLBACK");
+    finish("ROLLBACK", "");
     return report;
   }
   if (!commit_point()) {
     report.end = End::commit_refused;
-    finish("ROLLBACK");
+    finish("ROLLBACK", "");
     return report;
   }
-  x.bound_by(saturating_add(std::max(request.deadline, Clock::now()), cancel_grace),
-             "no answer to COMMIT by the job's deadline plus cancel_grace_ms (" +
-                 std::to_string(cancel_grace.count()) + "); whether it committed is unknown");
   report.phase = SqlPhase::commit;
-  finish("COMMIT");
+  finish("COMMIT", "; whether it committed is unknown");
   if (report.end == End::ok) report.committed = true;
   return report;
 }
