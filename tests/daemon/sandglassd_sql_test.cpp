@@ -364,6 +364,20 @@ TEST_SUITE("sandglassd sql") {
     CHECK(metric(d.port(), R"(sandglass_sql_connect_failures_total{database="main"})") == 2);
   }
 
+  TEST_CASE("a malformed conninfo is neither logged nor answered" * doctest::timeout(60)) {
+    // libpq's message for this one quotes it: missing "=" after "hunter2" in connection info string
+    const std::string config = write_temp_file(
+        "sql.toml", "[databases.main]\nconninfo = \"host=127.0.0.1 port=" + std::to_string(free_port()) +
+                        " hunter2\"\n" + kQueries);
+    DaemonProcess d{{"--config", config}};
+    const HttpAnswer a = post_job(d.port(), sql_job("backend", "[]"));
+    CHECK(a.status == 500);
+    CHECK(a.body.find("hunter2") == std::string::npos);
+    CHECK(std::string{json_of(a).at("error").as_string()}.starts_with("database main is unavailable: "));
+    CHECK(d.log().find("database main is unavailable at start-up") != std::string::npos);
+    CHECK(d.log().find("hunter2") == std::string::npos);
+  }
+
   TEST_CASE("a database that goes away fails sql jobs at once and they work again when it returns" *
             doctest::timeout(180)) {
     PostgresServer pg;  // its own: this test stops it

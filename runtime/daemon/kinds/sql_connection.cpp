@@ -271,7 +271,10 @@ SqlOpen SqlConnection::open(const std::string& conninfo, Deadline until, int wak
     status = PQconnectPoll(conn.get());
   }
   if (PQstatus(conn.get()) != CONNECTION_OK || PQsetnonblocking(conn.get(), 1) != 0) {
-    result.error = message_of(PQerrorMessage(conn.get()));
+    // libpq's message can quote parts of the conninfo (a malformed one verbatim, which may be
+    // a password): it is neither logged nor answered.
+    result.error = "the connection could not be opened (refused, unreachable, rejected by the "
+                   "server or a malformed conninfo)";
     return result;
   }
   PGcancel* cancel = PQgetCancel(conn.get());

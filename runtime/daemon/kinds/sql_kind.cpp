@@ -25,7 +25,11 @@
 // Failures name the phase in the result ("phase": pool, connect, statement or commit):
 //   - a job that ran out of budget or was cancelled: cancelled, with its cause (504, 499, ...)
 //   - the server's statement_timeout: cancelled with cause deadline (504)
-//   - a database that cannot be reached: failed at once, "database NAME is unavailable: ..."
+//   - a database that cannot be reached: failed, "database NAME is unavailable: ..." with a
+//     fixed reason (libpq's message can quote the conninfo); at once when refused, after up to
+//     connect_timeout_ms (and the budget) when the host drops packets
+//   - COMMIT or ROLLBACK unanswered by the deadline plus cancel_grace_ms: failed, connection
+//     lost (for COMMIT: whether it committed is unknown)
 //   - an error of the statement: failed, with the server's message and "sqlstate"
 #include "kinds/builtin_kinds.hpp"
 #include "kinds/sql_connection.hpp"
