@@ -7,6 +7,8 @@
 #include <boost/json/serialize.hpp>
 #include <doctest/doctest.h>
 
+#include <signal.h>
+
 #include <chrono>
 #include <memory>
 #include <string>
@@ -42,6 +44,18 @@ commits = true
 [queries.probe]
 database = "main"
 sql = "INSERT INTO pool_probe (note) VALUES ($1)"
+params = 1
+commits = true
+
+[queries.frozen]
+database = "main"
+sql = "INSERT INTO frozen_ledger (note) VALUES ($1)"
+params = 1
+commits = true
+
+[queries.slow_write]
+database = "main"
+sql = "INSERT INTO slow_ledger (note) SELECT $1 FROM pg_sleep(30)"
 params = 1
 commits = true
 
@@ -206,6 +220,69 @@ TEST_SUITE("sandglassd sql") {
     CHECK(metric(d->port(), R"(sandglass_sql_cancel_requests_total{database="main"})") == 0);
   }
 
+  TEST_CASE("a write cancelled during its statement is rolled back and its connection is reused" *
+            doctest::timeout(120)) {
+    PostgresServer& pg = shared_server();
+    pg.execute("CREATE TABLE IF NOT EXISTS slow_ledger (note text)");
+    const auto d = sql_daemon(pg.port(), 1);
+    const std::int64_t before = backend_pid(d->port());  // job 1
+    Connection c{d->port()};
+    c.send(request_bytes("POST", "/v1/jobs", sql_job("slow_write", R"(["w-1"])", 60'000)));
+    REQUIRE(eventually([&] { return active(pg, "%pg_sleep%") == "1"; }));
+    CHECK(http(d->port(), "DELETE", "/v1/jobs/2").status == 200);
+
+    const auto a = c.read_answer(20s);
+    REQUIRE(a.has_value());
+    INFO(a->body);
+    const object r = json_of(*a);
+    CHECK(r.at("state").as_string() == "cancelled");
+    CHECK(r.at("cause").as_string() == "caller");
+    CHECK(result_of(r).at("phase").as_string() == "statement");
+    CHECK(metric(d->port(), R"(sandglass_sql_cancel_requests_total{database="main"})") == 1);
+    // The ROLLBACK after the confirmed cancel left the connection clean: it is pooled again.
+    CHECK(backend_pid(d->port()) == before);
+    CHECK(pg.scalar("SELECT count(*) FROM slow_ledger") == "0");
+  }
+
+  TEST_CASE("a COMMIT the server never answers fails the job by its deadline plus the grace with the connection closed" *
+            doctest::timeout(120)) {
+    PostgresServer& pg = shared_server();
+    // A deferred trigger keeps the COMMIT busy long enough to freeze its backend with SIGSTOP:
+    // the server neither answers nor closes the connection, as when it hangs or packets drop.
+    pg.execute(R"(
+      CREATE TABLE IF NOT EXISTS frozen_ledger (note text);
+      CREATE OR REPLACE FUNCTION slow_frozen_commit() RETURNS trigger LANGUAGE plpgsql AS
+        $$ BEGIN PERFORM pg_sleep(3); RETURN NULL; END $$;
+      DROP TRIGGER IF EXISTS frozen_slow_commit ON frozen_ledger;
+      CREATE CONSTRAINT TRIGGER frozen_slow_commit AFTER INSERT ON frozen_ledger
+        DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_frozen_commit();)");
+    const auto d = sql_daemon(pg.port(), 1);  // cancel_grace_ms = 2000
+    Connection c{d->port()};
+    const auto start = std::chrono::steady_clock::now();
+    c.send(request_bytes("POST", "/v1/jobs", sql_job("frozen", R"(["f-1"])", 4000)));
+    REQUIRE(eventually([&] { return active(pg, "COMMIT") == "1"; }));
+    const pid_t backend = static_cast<pid_t>(std::stol(pg.scalar(
+        "SELECT pid FROM pg_stat_activity WHERE state = 'active' AND query = 'COMMIT'")));
+    REQUIRE(::kill(backend, SIGSTOP) == 0);
+    struct Resume {
+      pid_t pid;
+      ~Resume() { ::kill(pid, SIGCONT); }
+    } resume{backend};
+
+    const auto a = c.read_answer(20s);
+    const auto took = since(start);
+    REQUIRE(a.has_value());
+    CHECK(took < 9000ms);  // the 4 s budget plus the 2 s grace, plus a margin for a loaded machine
+    CHECK(a->status == 500);
+    const object r = json_of(*a);
+    CHECK(r.at("state").as_string() == "failed");
+    INFO(a->body);
+    CHECK(std::string{r.at("error").as_string()}.find("whether it committed is unknown") != std::string::npos);
+    CHECK(result_of(r).at("phase").as_string() == "commit");
+    CHECK(metric(d->port(), R"(sandglass_sql_pool_connections{database="main"})") == 0);
+    CHECK(post_job(d->port(), sql_job("series", "[1]")).status == 200);  // on a new connection
+  }
+
   TEST_CASE("a result carries column names and typed values and is capped by max_rows" *
             doctest::timeout(120)) {
     PostgresServer& pg = shared_server();
@@ -258,6 +335,10 @@ TEST_SUITE("sandglassd sql") {
     CHECK(field_of(R"({"query":"sleep","params":[[1]]})") == "args.params[0]");
     CHECK(field_of(R"({"query":"types","params":["a",1,true,{"x":1}]})") == "args.params[3]");
     CHECK(field_of(R"({"query":"backend","sql":"SELECT 1"})") == "args.sql");
+    CHECK(field_of(R"({"query":"types","params":["a",1,true,"x\u0000y"]})") == "args.params[3]");
+    const HttpAnswer nul = post_job(d.port(), R"({"kind":"sql","args":{"query":"sleep","params":["1\u00002"]}})");
+    CHECK(nul.status == 400);
+    CHECK(std::string{json_of(nul).at("error").as_string()} == "must not contain a NUL character");
     const HttpAnswer count = post_job(d.port(), R"({"kind":"sql","args":{"query":"sleep","params":[]}})");
     CHECK(std::string{json_of(count).at("error").as_string()} ==
           "query \"sleep\" takes 1 parameter, got 0");
@@ -281,6 +362,20 @@ TEST_SUITE("sandglassd sql") {
     CHECK(std::string{r.at("error").as_string()}.starts_with("database main is unavailable: "));
     CHECK(result_of(r).at("phase").as_string() == "connect");
     CHECK(metric(d.port(), R"(sandglass_sql_connect_failures_total{database="main"})") == 2);
+  }
+
+  TEST_CASE("a malformed conninfo is neither logged nor answered" * doctest::timeout(60)) {
+    // libpq's message for this one quotes it: missing "=" after "hunter2" in connection info string
+    const std::string config = write_temp_file(
+        "sql.toml", "[databases.main]\nconninfo = \"host=127.0.0.1 port=" + std::to_string(free_port()) +
+                        " hunter2\"\n" + kQueries);
+    DaemonProcess d{{"--config", config}};
+    const HttpAnswer a = post_job(d.port(), sql_job("backend", "[]"));
+    CHECK(a.status == 500);
+    CHECK(a.body.find("hunter2") == std::string::npos);
+    CHECK(std::string{json_of(a).at("error").as_string()}.starts_with("database main is unavailable: "));
+    CHECK(d.log().find("database main is unavailable at start-up") != std::string::npos);
+    CHECK(d.log().find("hunter2") == std::string::npos);
   }
 
   TEST_CASE("a database that goes away fails sql jobs at once and they work again when it returns" *

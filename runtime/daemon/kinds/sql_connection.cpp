@@ -147,8 +147,14 @@ class SqlConnection::Exchange {
       : c_{c}, wake_fd_{wake_fd}, grace_{grace} {}
 
   bool cancel_sent() const noexcept { return cancel_sent_; }
-  // From now on the wake no longer sends a cancel request (past the commit point).
-  void commit_point_passed() noexcept { may_cancel_ = false; }
+  // From now on the wake no longer sends a cancel request and the wait for a result ends at
+  // `bound`, failing with `why` (past the commit point).
+  void bound_by(TimePoint bound, std::string why) {
+    may_cancel_ = false;
+    resend_at_ = TimePoint::max();
+    until_ = bound;
+    bound_reason_ = std::move(why);
+  }
 
   // The next result of the current query, or null when its results are over. Sets `lost` (and
   // marks the connection lost) when the connection broke or a cancel went unconfirmed.
@@ -173,9 +179,10 @@ class SqlConnection::Exchange {
       if (n == 0 && Clock::now() < until_) {
         // A cancel request that reaches the backend between two messages of the pipeline is
         // dropped by the server; until the statement ends or the grace is over, ask again.
-        send_cancel();
+        if (may_cancel_) send_cancel();
         continue;
       }
+      if (n == 0 && !bound_reason_.empty()) return fail(lost, error, bound_reason_);
       if (n == 0) {
         return fail(lost, error, "the server did not confirm the cancel request within " +
                                      std::to_string(grace_.count()) + " ms");
@@ -204,13 +211,15 @@ class SqlConnection::Exchange {
   }
 
   void send_cancel() {
-    std::array<char, 256> buffer{};
-    // Blocks for one round trip to the server (libpq opens a new connection for the request).
-    if (c_.cancel_ != nullptr) PQcancel(c_.cancel_, buffer.data(), static_cast<int>(buffer.size()));
+    // The grace starts before PQcancel, which blocks this thread for a whole TCP connect to the
+    // server and one round trip (libpq opens a new connection for the request): the grace
+    // covers that time too.
     const TimePoint now = Clock::now();
     if (!cancel_sent_) until_ = saturating_add(now, grace_);
     cancel_sent_ = true;
-    resend_at_ = saturating_add(now, kCancelResendInterval);
+    std::array<char, 256> buffer{};
+    if (c_.cancel_ != nullptr) PQcancel(c_.cancel_, buffer.data(), static_cast<int>(buffer.size()));
+    resend_at_ = saturating_add(Clock::now(), kCancelResendInterval);
   }
 
   SqlConnection& c_;
@@ -218,14 +227,21 @@ class SqlConnection::Exchange {
   milliseconds grace_;
   bool may_cancel_ = true;
   bool cancel_sent_ = false;
-  TimePoint until_ = TimePoint::max();  // set by a cancel request: the grace period
+  TimePoint until_ = TimePoint::max();  // set by a cancel request (the grace) or by bound_by
+  std::string bound_reason_;            // set by bound_by
   TimePoint resend_at_ = TimePoint::max();  // when to send the cancel request again
 };
 
 SqlOpen SqlConnection::open(const std::string& conninfo, Deadline until, int wake_fd) {
   SqlOpen result;
-  const std::array<const char*, 4> keys{"dbname", "client_encoding", "fallback_application_name", nullptr};
-  const std::array<const char*, 4> values{conninfo.c_str(), "UTF8", "sandglassd", nullptr};
+  // Keys are applied in order, the last one wins: the TCP defaults come before the expanded
+  // conninfo (which may override them), client_encoding after it. The defaults find a peer
+  // that is gone or drops packets within about a minute instead of TCP's ~15.
+  const std::array<const char*, 8> keys{"keepalives_idle", "keepalives_interval", "keepalives_count",
+                                        "tcp_user_timeout", "dbname", "client_encoding",
+                                        "fallback_application_name", nullptr};
+  const std::array<const char*, 8> values{"30", "10", "3", "60000", conninfo.c_str(), "UTF8",
+                                          "sandglassd", nullptr};
   std::unique_ptr<PGconn, decltype(&PQfinish)> conn{PQconnectStartParams(keys.data(), values.data(), 1),
                                                     &PQfinish};
   if (!conn) {
@@ -255,7 +271,10 @@ SqlOpen SqlConnection::open(const std::string& conninfo, Deadline until, int wak
     status = PQconnectPoll(conn.get());
   }
   if (PQstatus(conn.get()) != CONNECTION_OK || PQsetnonblocking(conn.get(), 1) != 0) {
-    result.error = message_of(PQerrorMessage(conn.get()));
+    // libpq's message can quote parts of the conninfo (a malformed one verbatim, which may be
+    // a password): it is neither logged nor answered.
+    result.error = "the connection could not be opened (refused, unreachable, rejected by the "
+                   "server or a malformed conninfo)";
     return result;
   }
   PGcancel* cancel = PQgetCancel(conn.get());
@@ -348,21 +367,26 @@ StatementReport SqlConnection::run(const StatementRequest& request, int wake_fd,
   }
   if (!request.transaction) return report;
 
-  const auto finish = [&](const char* command) {
+  // The statement's results are in: no more cancel requests (nor their timers, which may have
+  // passed), and the answer to ROLLBACK or COMMIT is awaited until the job's deadline (or now,
+  // if later) plus the grace.
+  const auto finish = [&](const char* command, std::string if_unanswered) {
+    x.bound_by(saturating_add(std::max(request.deadline, Clock::now()), cancel_grace),
+               "no answer to " + std::string{command} + " by the job's deadline plus cancel_grace_ms (" +
+                   std::to_string(cancel_grace.count()) + ")" + if_unanswered);
     if (PQsendQuery(conn_, command) != 1 || !x.drain(report)) lose();
   };
   if (report.end != End::ok) {
-    finish("ROLLBACK");
+    finish("ROLLBACK", "");
     return report;
   }
   if (!commit_point()) {
     report.end = End::commit_refused;
-    finish("ROLLBACK");
+    finish("ROLLBACK", "");
     return report;
   }
-  x.commit_point_passed();
   report.phase = SqlPhase::commit;
-  finish("COMMIT");
+  finish("COMMIT", "; whether it committed is unknown");
   if (report.end == End::ok) report.committed = true;
   return report;
 }

@@ -11,8 +11,10 @@
 // with the budget the caller computed right before, then the statement; with `transaction`,
 // BEGIN first and, after `commit_point` agreed, COMMIT. When the wake fires during the
 // statement it sends a cancel request (PQcancel, again every 100 ms while unconfirmed) and waits
-// at most `cancel_grace` for the server to confirm; past the commit point it only keeps waiting
-// (the statement timeout still bounds the COMMIT).
+// at most `cancel_grace` for the server to confirm. Past the commit point the wake no longer
+// cancels, but the wait for COMMIT's answer ends at max(deadline, now) + cancel_grace: a server
+// that stops answering then ends the job as lost in phase commit (whether it committed is
+// unknown) instead of holding the worker until TCP gives up. A ROLLBACK is bounded the same way.
 //
 // Thread safety: a connection belongs to one thread at a time; `CancelWake` is written by the
 // cancelling thread and read by the job's.
@@ -60,7 +62,7 @@ struct SqlOpen {
   enum class End : std::uint8_t { ok, failed, woken, timed_out };
   End end = End::failed;
   std::unique_ptr<SqlConnection> connection;  // set when ok
-  std::string error;                          // libpq's message when failed
+  std::string error;  // when failed: a fixed text, never libpq's (it can quote the conninfo)
 };
 
 struct StatementRequest {
@@ -69,6 +71,7 @@ struct StatementRequest {
   std::chrono::milliseconds statement_timeout{1};         // positive
   bool transaction = false;
   std::size_t max_rows = 0;
+  TimePoint deadline = TimePoint::max();  // the job's: bounds the wait for COMMIT (see run)
 };
 
 struct StatementReport {

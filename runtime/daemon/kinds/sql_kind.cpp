@@ -25,7 +25,11 @@
 // Failures name the phase in the result ("phase": pool, connect, statement or commit):
 //   - a job that ran out of budget or was cancelled: cancelled, with its cause (504, 499, ...)
 //   - the server's statement_timeout: cancelled with cause deadline (504)
-//   - a database that cannot be reached: failed at once, "database NAME is unavailable: ..."
+//   - a database that cannot be reached: failed, "database NAME is unavailable: ..." with a
+//     fixed reason (libpq's message can quote the conninfo); at once when refused, after up to
+//     connect_timeout_ms (and the budget) when the host drops packets
+//   - COMMIT or ROLLBACK unanswered by the deadline plus cancel_grace_ms: failed, connection
+//     lost (for COMMIT: whether it committed is unknown)
 //   - an error of the statement: failed, with the server's message and "sqlstate"
 #include "kinds/builtin_kinds.hpp"
 #include "kinds/sql_connection.hpp"
@@ -94,6 +98,10 @@ Params read_params(const boost::json::object& args, const Query& query) {
   for (std::size_t i = 0; i < items.size(); ++i) {
     const boost::json::value& item = items[i];
     if (item.is_string()) {
+      // libpq passes parameters as C strings: a NUL would silently cut the value short.
+      if (item.get_string().find('\0') != boost::json::string::npos) {
+        throw ArgsError{"args.params[" + std::to_string(i) + "]", "must not contain a NUL character"};
+      }
       params.emplace_back(std::string{item.get_string()});
     } else if (item.is_bool()) {
       params.emplace_back(item.get_bool() ? "true" : "false");
@@ -141,7 +149,8 @@ class SqlJob {
     const StatementRequest request{.sql = query_.config.sql, .params = params,
                                    .statement_timeout = timeout,
                                    .transaction = query_.config.commits,
-                                   .max_rows = db_.config.max_rows};
+                                   .max_rows = db_.config.max_rows,
+                                   .deadline = ctx_.deadline().time_point()};
     const TimePoint start = Clock::now();
     StatementReport report = lease->connection()->run(request, wake.fd(), db_.config.cancel_grace, [this] {
       try {
