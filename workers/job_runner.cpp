@@ -19,12 +19,10 @@ void mark_cancelled(Outcome& o, CancelCause cause) {
 void record_throw(Outcome& o, const JobContext& ctx, std::string message,
                   Reason reason = Reason::handler_error) {
   o.error = std::move(message);
-  if (ctx.cancelled() && !ctx.committed()) {
-    mark_cancelled(o, ctx.cause());
-    return;
-  }
-  if (!ctx.cancelled() && !ctx.committed() && ctx.deadline().expired()) {
-    mark_cancelled(o, CancelCause::deadline);
+  // The token is read once: the timer may signal the deadline between two reads.
+  const bool cancelled = ctx.cancelled();
+  if (!ctx.committed() && (cancelled || ctx.deadline().expired())) {
+    mark_cancelled(o, cancelled ? ctx.cause() : CancelCause::deadline);
     return;
   }
   o.state = State::failed;
