@@ -2,6 +2,7 @@
 // read, and the errors for files that cannot serve as one.
 #include <sandglass/daemon/daemon_config.hpp>
 
+#include "config_test_support.hpp"
 #include "daemon_process.hpp"
 #include "runtime/daemon/command_line.hpp"
 
@@ -14,52 +15,26 @@
 #include <vector>
 
 using sandglass::daemon::apply_setting;
-using sandglass::daemon::ConfigError;
 using sandglass::daemon::DaemonConfig;
 using sandglass::daemon::parse_command_line;
 using sandglass::daemon::parse_config;
+using sandglass::testing::ScopedTempFile;
+using sandglass::testing::thrown_by;
+using sandglass::testing::Thrown;
 using sandglass::testing::write_temp_file;
 
 namespace {
 
 constexpr std::string_view kToken = "tok-7Hq2_x9";
 
-// A file holding `text` with permissions `mode`, removed at the end of the scope.
-class TokenFile {
- public:
+// A token file holding `text` with permissions `mode`, removed at the end of the scope.
+struct TokenFile : ScopedTempFile {
   explicit TokenFile(const std::string& text, ::mode_t mode = 0600)
-      : path_{write_temp_file("token", text)} {
-    ::chmod(path_.c_str(), mode);
-  }
-  TokenFile(const TokenFile&) = delete;
-  TokenFile& operator=(const TokenFile&) = delete;
-  ~TokenFile() {
-    std::error_code ignored;
-    std::filesystem::remove(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+      : ScopedTempFile{"token", text, mode} {}
 };
 
 std::string config_naming(const std::string& path) {
   return "[server]\nauth_token_file = \"" + path + "\"\n";
-}
-
-struct Thrown {
-  std::string key;
-  std::string what;
-};
-
-template <typename Call>
-Thrown thrown_by(Call call) {
-  try {
-    call();
-  } catch (const ConfigError& e) {
-    return {e.key(), e.what()};
-  }
-  return {"", "no error"};
 }
 
 Thrown file_error(const std::string& path) {

@@ -1,5 +1,7 @@
 #include <sandglass/daemon/daemon_config.hpp>
 
+#include "config_test_support.hpp"
+
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -15,28 +17,13 @@
 using namespace std::chrono_literals;
 using sandglass::daemon::apply_setting;
 using sandglass::daemon::CommandConfig;
-using sandglass::daemon::ConfigError;
 using sandglass::daemon::DaemonConfig;
 using sandglass::daemon::load_config_file;
 using sandglass::daemon::parse_config;
+using sandglass::testing::thrown_by;
+using sandglass::testing::Thrown;
 
 namespace {
-
-// What a call threw: the ConfigError's key and what(), or key "" and "no error".
-struct Thrown {
-  std::string key;
-  std::string what;
-};
-
-template <typename Call>
-Thrown thrown_by(Call call) {
-  try {
-    call();
-  } catch (const ConfigError& e) {
-    return {e.key(), e.what()};
-  }
-  return {"", "no error"};
-}
 
 Thrown parse_error(std::string_view toml) {
   return thrown_by([toml] { (void)parse_config(toml); });

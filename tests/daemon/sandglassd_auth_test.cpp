@@ -1,4 +1,5 @@
 // The bearer token at the wire: the real sandglassd with server.auth_token_file set.
+#include "config_test_support.hpp"
 #include "daemon_test_support.hpp"
 
 #include <doctest/doctest.h>
@@ -18,21 +19,8 @@ constexpr std::string_view kToken = "Zq8-token_4fV";
 constexpr std::string_view kQuickJob = R"({"kind":"sleep","args":{"ms":0}})";
 
 // A token file (mode 0600) holding kToken and a newline; removed at the end of the scope.
-class TokenFile {
- public:
-  TokenFile() : path_{write_temp_file("token", std::string{kToken} + "\n")} {
-    ::chmod(path_.c_str(), 0600);
-  }
-  TokenFile(const TokenFile&) = delete;
-  TokenFile& operator=(const TokenFile&) = delete;
-  ~TokenFile() {
-    std::error_code ignored;
-    std::filesystem::remove(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+struct TokenFile : ScopedTempFile {
+  TokenFile() : ScopedTempFile{"token", std::string{kToken} + "\n"} {}
 };
 
 using Headers = std::vector<std::pair<std::string, std::string>>;

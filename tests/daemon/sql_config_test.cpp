@@ -2,6 +2,8 @@
 #include <sandglass/daemon/sql_config.hpp>
 #include <sandglass/daemon/daemon_config.hpp>
 
+#include "config_test_support.hpp"
+
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -9,25 +11,16 @@
 #include <string_view>
 
 using namespace std::chrono_literals;
-using sandglass::daemon::ConfigError;
 using sandglass::daemon::DaemonConfig;
 using sandglass::daemon::parse_config;
+using sandglass::testing::thrown_by;
+using sandglass::testing::Thrown;
 
 namespace {
 
-struct Thrown {
-  std::string key;
-  std::string what;
-};
-
 // Parses `toml` and validates it; what that threw.
 Thrown error_of(std::string_view toml) {
-  try {
-    parse_config(toml).validate();
-  } catch (const ConfigError& e) {
-    return {e.key(), e.what()};
-  }
-  return {"", "no error"};
+  return thrown_by([&] { parse_config(toml).validate(); });
 }
 
 constexpr std::string_view kDatabase = "[databases.main]\nconninfo = \"host=127.0.0.1 dbname=app\"\n";
