@@ -1,7 +1,7 @@
 # Two commands for a fresh Debian 12 machine:
 #   make test   installs what is missing, builds, runs the whole test suite
 #   make run    installs what is missing, builds, starts sandglassd on 127.0.0.1:8080 with
-#               its default config (runtime/daemon/sandglassd.toml)
+#               its default config (daemon/config/sandglassd.toml)
 # Both are idempotent. The build lives in $(BUILD) (CMake + Ninja).
 
 BUILD ?= build
@@ -35,7 +35,7 @@ test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j2
 
 run: build
-	./$(BUILD)/runtime/daemon/sandglassd --config runtime/daemon/sandglassd.toml
+	./$(BUILD)/daemon/sandglassd --config daemon/config/sandglassd.toml
 
 # make bench: the micro benchmarks and the full overload bench (about 5 minutes); tables, JSON
 # and plots go to bench/results/. Needs oneTBB and gnuplot besides the packages above.

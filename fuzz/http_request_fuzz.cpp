@@ -12,10 +12,10 @@
 // answer is valid JSON (so also valid UTF-8); no 500 (these kinds never fail a job).
 #include "fuzz_check.hpp"
 
-#include "runtime/daemon/api.hpp"
-#include "runtime/daemon/http_parse.hpp"
-#include "runtime/daemon/job_records.hpp"
-#include "runtime/daemon/metrics.hpp"
+#include "daemon/api/api.hpp"
+#include "daemon/http/http_parse.hpp"
+#include "daemon/api/job_records.hpp"
+#include "daemon/metrics.hpp"
 
 #include <sandglass/daemon/daemon_config.hpp>
 #include <sandglass/daemon/kind_registry.hpp>

@@ -11,8 +11,8 @@
 // an error names a field and has a message; a kind's ArgsError names a field under "args".
 #include "fuzz_check.hpp"
 
-#include "runtime/daemon/http_message.hpp"
-#include "runtime/daemon/job_request.hpp"
+#include "daemon/http/http_message.hpp"
+#include "daemon/api/job_request.hpp"
 
 #include <sandglass/daemon/daemon_config.hpp>
 #include <sandglass/daemon/kind_registry.hpp>

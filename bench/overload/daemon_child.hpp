@@ -2,7 +2,7 @@
 // from the one line it prints on stdout, its log (stderr) in a file, so that the drain summary
 // it logs on SIGTERM can be read back.
 //
-//   DaemonChild d{"./build-cc/runtime/daemon/sandglassd", {"--workers", "4"}};   // Blocks
+//   DaemonChild d{"./build-cc/daemon/sandglassd", {"--workers", "4"}};   // Blocks
 //   d.port(); d.pid();
 //   d.signal(SIGTERM);
 //   std::optional<int> code = d.wait_exit(20s);   // Blocks

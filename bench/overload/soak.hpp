@@ -2,7 +2,7 @@
 // that watches the daemon's resident memory and file descriptors, then a SIGTERM in the middle
 // of the overload that checks every accepted job got exactly one answer.
 //
-//   sandglass-overload --soak 60s --sandglassd ./build-cc/runtime/daemon/sandglassd --json soak.json
+//   sandglass-overload --soak 60s --sandglassd ./build-cc/daemon/sandglassd --json soak.json
 //   sandglass-overload --soak 60s --target http://127.0.0.1:8080 --workers 4   # attach: no SIGTERM
 //
 // 1. Start sandglassd (--workers, --capacity, --drain-timeout-ms) or find the one at --target.

@@ -1,4 +1,4 @@
-#include "runtime/daemon/metrics.hpp"
+#include "daemon/metrics.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,5 +1,5 @@
 // The bearer token at the wire: the real sandglassd with server.auth_token_file set.
-#include "config_test_support.hpp"
+#include "config/config_test_support.hpp"
 #include "daemon_test_support.hpp"
 
 #include <doctest/doctest.h>

@@ -43,7 +43,7 @@ TEST_SUITE("sandglassd command line") {
 
   TEST_CASE("check-config accepts the shipped default config" * doctest::timeout(60)) {
     const RunResult r = run_sandglassd(
-        {"--config", SANDGLASS_SOURCE_DIR "/runtime/daemon/sandglassd.toml", "--check-config"});
+        {"--config", SANDGLASS_SOURCE_DIR "/daemon/config/sandglassd.toml", "--check-config"});
     CHECK(r.exit_code == 0);
   }
 

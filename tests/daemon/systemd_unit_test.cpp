@@ -22,7 +22,7 @@ using namespace std::chrono_literals;
 namespace {
 
 const std::string kUnitPath = SANDGLASS_SOURCE_DIR "/deploy/systemd/sandglassd.service";
-const std::string kShippedConfig = SANDGLASS_SOURCE_DIR "/runtime/daemon/sandglassd.toml";
+const std::string kShippedConfig = SANDGLASS_SOURCE_DIR "/daemon/config/sandglassd.toml";
 constexpr std::string_view kInstalledBinary = "/usr/local/bin/sandglassd";
 
 std::string unit_text() {

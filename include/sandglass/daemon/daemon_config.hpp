@@ -110,7 +110,7 @@ struct DaemonConfig {
   void validate() const;
 };
 
-// Parses TOML text (layout: runtime/daemon/sandglassd.toml); `source` names it in errors. Keys
+// Parses TOML text (layout: daemon/config/sandglassd.toml); `source` names it in errors. Keys
 // not given keep their defaults. Checks each key on its own (type, range, format); unknown keys
 // are errors. Cross-key checks are `validate()`'s, which the Daemon and the command line run.
 // Throws ConfigError naming the dotted key, or `source` for a TOML syntax error.

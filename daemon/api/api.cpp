@@ -1,0 +1,222 @@
+#include "daemon/api/api.hpp"
+
+#include "daemon/http/http_status.hpp"
+#include "daemon/api/job_request.hpp"
+
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace sandglass::daemon {
+namespace {
+
+constexpr std::string_view kJobsPath = "/v1/jobs";
+constexpr std::string_view kJobPathPrefix = "/v1/jobs/";
+
+std::string json_text(const boost::json::object& o) { return boost::json::serialize(o); }
+
+HttpResponse method_not_allowed(std::string_view allow) {
+  HttpResponse r = error_response(kStatusMethodNotAllowed, "method not allowed", "method");
+  r.headers.emplace_back("Allow", std::string{allow});
+  return r;
+}
+
+// "/v1/jobs/123" -> 123; nullopt for anything else under /v1/jobs/.
+std::optional<std::uint64_t> job_id_of(std::string_view path) {
+  const std::string_view digits = path.substr(kJobPathPrefix.size());
+  std::uint64_t id = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), id);
+  if (ec != std::errc{} || end != digits.data() + digits.size() || digits.empty()) {
+    return std::nullopt;
+  }
+  return id;
+}
+
+// What makes two requests with one idempotency key the same request (the budget may differ:
+// a retry has less time left).
+std::string fingerprint(const JobRequest& req) {
+  return json_text({{"kind", req.kind}, {"args", req.args}, {"priority", to_string(req.priority)}});
+}
+
+// 401 for a request without the configured bearer token. Says nothing of what was sent.
+HttpResponse unauthorized(BearerAuth::Verdict verdict) {
+  HttpResponse r = error_response(kStatusUnauthorized,
+                                  verdict == BearerAuth::Verdict::missing
+                                      ? "a bearer token is required: Authorization: Bearer TOKEN"
+                                      : "the bearer token is not valid",
+                                  "authorization");
+  r.headers.emplace_back("WWW-Authenticate", "Bearer");
+  return r;
+}
+
+std::string known_kinds(const KindRegistry& kinds) {
+  std::string out;
+  for (const std::string& name : kinds.names()) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+}  // namespace
+
+HttpResponse error_response(unsigned status, std::string_view message, std::string_view field) {
+  boost::json::object body{{"error", message}};
+  if (!field.empty()) body["field"] = field;
+  return {.status = status, .body = json_text(body)};
+}
+
+HttpResponse outcome_response(const Outcome& outcome) {
+  const HttpStatus s = http_status_of(outcome);
+  HttpResponse r{.status = s.code, .body = record_json(outcome.id, outcome.kind, &outcome, {}, {})};
+  if (s.retry_after) r.headers.emplace_back("Retry-After", "1");
+  return r;
+}
+
+Api::ClientGone Api::handle(const HttpRequest& request, Respond respond) {
+  const std::string_view path = split_target(request.target).path;
+  const std::string_view method = request.method;
+  if (!is_open_path(path)) {
+    if (const auto verdict = auth_.check(request); verdict != BearerAuth::Verdict::allowed) {
+      respond(unauthorized(verdict));
+      return {};
+    }
+  }
+  if (path == kJobsPath) {
+    if (method != "POST") {
+      respond(method_not_allowed("POST"));
+      return {};
+    }
+    return submit(request, respond);
+  }
+  HttpResponse r;
+  if (path.starts_with(kJobPathPrefix)) {
+    const auto id = job_id_of(path);
+    if (!id) {
+      r = error_response(kStatusNotFound, "no such job", "id");
+    } else if (method == "GET") {
+      r = job_record(*id);
+    } else if (method == "DELETE") {
+      r = cancel_job(*id);
+    } else {
+      r = method_not_allowed("GET, DELETE");
+    }
+  } else if (path == "/metrics" || path == "/healthz" || path == "/readyz") {
+    if (method != "GET") {
+      r = method_not_allowed("GET");
+    } else if (path == "/metrics") {
+      r = metrics();
+    } else if (path == "/healthz") {
+      r = {.body = R"({"status":"ok"})"};
+    } else if (draining_.load(std::memory_order_relaxed)) {
+      r = {.status = kStatusServiceUnavailable, .body = R"({"status":"draining"})"};
+    } else {
+      r = {.body = R"({"status":"ready"})"};
+    }
+  } else {
+    r = error_response(kStatusNotFound, "no such path", "path");
+  }
+  respond(std::move(r));
+  return {};
+}
+
+Api::ClientGone Api::submit(const HttpRequest& request, Respond& respond) {
+  auto parsed = parse_job_request(request, config_.limits.max_json_depth);
+  if (auto* e = std::get_if<RequestError>(&parsed)) {
+    respond(error_response(kStatusBadRequest, e->message, e->field));
+    return {};
+  }
+  JobRequest& req = std::get<JobRequest>(parsed);
+  const JobKind* kind = kinds_.find(req.kind);
+  if (kind == nullptr) {
+    respond(error_response(kStatusBadRequest,
+                           "unknown kind \"" + req.kind + "\"; known: " + known_kinds(kinds_), "kind"));
+    return {};
+  }
+  JobHandler handler;
+  try {
+    handler = kind->prepare(req.args);
+  } catch (const ArgsError& e) {
+    respond(error_response(kStatusBadRequest, e.what(), e.field()));
+    return {};
+  } catch (const std::exception& e) {
+    respond(error_response(kStatusBadRequest, e.what(), "args"));
+    return {};
+  }
+
+  auto submit_job = [&]() -> JobId {
+    JobSpec spec{.kind = req.kind, .priority = req.priority, .budget = req.budget,
+                 .idempotency_key = req.idempotency_key};
+    metrics_.job_submitted(spec.kind, spec.priority);
+    auto on_outcome = [this, priority = spec.priority](const Outcome& o) {
+      // Only what the daemon decided: never args, results or error texts, which carry content.
+      spdlog::debug("job {} ({}) ended {} {}", o.id, o.kind, to_string(o.state), to_string(o.reason));
+      metrics_.job_finished(o, priority);
+      records_.finish(o);  // answers the waiting clients
+    };
+    const JobHandle job = runtime_.submit(std::move(spec), std::move(handler), std::move(on_outcome));
+    records_.add(job, req.kind);
+    return job.id();
+  };
+  JobId id = 0;
+  bool attached = false;
+  if (req.idempotency_key.empty()) {
+    id = submit_job();
+  } else {
+    const auto keyed = records_.submit_keyed(req.idempotency_key, fingerprint(req), submit_job);
+    if (keyed.conflict) {
+      respond(error_response(kStatusConflict,
+                             "idempotency_key names job " + std::to_string(keyed.id) +
+                                 ", submitted with a different kind, args or priority",
+                             "idempotency_key"));
+      return {};
+    }
+    id = keyed.id;
+    attached = keyed.attached;
+  }
+
+  if (req.wait) {
+    const Respond unanswered = respond;
+    if (!records_.wait(id, [respond = std::move(respond)](const Outcome& o) { respond(outcome_response(o)); })) {
+      // Only when records are kept for so short a time that this one went before it was read.
+      unanswered(error_response(500, "the job's record was forgotten before its answer; raise records.keep_ms or records.max_count", "id"));
+      return {};
+    }
+    return [this, id] { records_.leave(id); };
+  }
+  // Rejected at admission, or an earlier job with this key that is over: say so at once. (A
+  // new job that was quick enough to be over already still gets its 202.)
+  if (auto o = records_.outcome(id); o && (attached || o->state == State::rejected)) {
+    respond(outcome_response(*o));
+    return {};
+  }
+  HttpResponse r{.status = kStatusAccepted, .body = json_text({{"id", id}, {"state", "queued"}})};
+  r.headers.emplace_back("Location", std::string{kJobPathPrefix} + std::to_string(id));
+  respond(std::move(r));
+  return {};
+}
+
+HttpResponse Api::job_record(std::uint64_t id) {
+  auto json = records_.find_json(id);
+  if (!json) return error_response(kStatusNotFound, "no such job (unknown or forgotten)", "id");
+  return {.body = std::move(*json)};
+}
+
+HttpResponse Api::cancel_job(std::uint64_t id) {
+  records_.cancel(id);
+  return job_record(id);
+}
+
+HttpResponse Api::metrics() {
+  std::string body = metrics_.render(runtime_.stats(), runtime_.options().workers,
+                                     draining_.load(std::memory_order_relaxed));
+  for (const std::string& name : kinds_.names()) {
+    if (const JobKind* kind = kinds_.find(name); kind->metrics) body += kind->metrics();
+  }
+  return {.content_type = "text/plain; version=0.0.4; charset=utf-8", .body = std::move(body)};
+}
+
+}  // namespace sandglass::daemon

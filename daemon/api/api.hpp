@@ -1,0 +1,66 @@
+// api.hpp (private) — `Api`, the daemon's HTTP endpoints on plain request/response values:
+//
+//   POST   /v1/jobs        submit; waits for the terminal outcome unless ?wait=false (202)
+//   GET    /v1/jobs/{id}   the job's record          DELETE /v1/jobs/{id}   cancel (cause caller)
+//   GET    /metrics        Prometheus text format    GET /healthz, GET /readyz
+//
+// With a bearer token configured (server.auth_token_file), every path but /metrics, /healthz and
+// /readyz answers 401 unless the request carries it; this is checked before anything else.
+//
+// Thread safety: `handle` may be called concurrently from any number of I/O threads.
+#pragma once
+
+#include "daemon/api/bearer_auth.hpp"
+#include "daemon/http/http_message.hpp"
+#include "daemon/api/job_records.hpp"
+#include "daemon/metrics.hpp"
+
+#include <sandglass/daemon/daemon_config.hpp>
+#include <sandglass/daemon/kind_registry.hpp>
+#include <sandglass/runtime.hpp>
+
+#include <atomic>
+#include <functional>
+
+namespace sandglass::daemon {
+
+class Api {
+ public:
+  using Respond = std::function<void(HttpResponse)>;
+
+  // All references must outlive the Api and every job it submitted.
+  Api(const DaemonConfig& config, const KindRegistry& kinds, Runtime& runtime,
+      JobRecords& records, DaemonMetrics& metrics, const std::atomic<bool>& draining)
+      : config_{config}, kinds_{kinds}, runtime_{runtime}, records_{records}, metrics_{metrics},
+        draining_{draining}, auth_{config.auth_token} {}
+
+  // What the server calls when the client goes away before its answer.
+  using ClientGone = std::function<void()>;
+
+  // Answers `request` by calling `respond` exactly once: before returning, or later from a
+  // worker thread when the request waits for a job's outcome. In that case it returns what to
+  // call if the client goes away first (its job is cancelled, cause caller, once no other
+  // client waits for it); else an empty function.
+  ClientGone handle(const HttpRequest& request, Respond respond);
+
+ private:
+  ClientGone submit(const HttpRequest& request, Respond& respond);
+  HttpResponse job_record(std::uint64_t id);
+  HttpResponse cancel_job(std::uint64_t id);
+  HttpResponse metrics();
+
+  const DaemonConfig& config_;
+  const KindRegistry& kinds_;
+  Runtime& runtime_;
+  JobRecords& records_;
+  DaemonMetrics& metrics_;
+  const std::atomic<bool>& draining_;
+  const BearerAuth auth_;
+};
+
+// A JSON error answer: {"error": message, "field": field} (no "field" when empty).
+HttpResponse error_response(unsigned status, std::string_view message, std::string_view field = {});
+// The answer for a job that has its outcome: the status table and the record.
+HttpResponse outcome_response(const Outcome& outcome);
+
+}  // namespace sandglass::daemon

@@ -1,0 +1,214 @@
+#include "daemon/api/job_records.hpp"
+
+#include <boost/json/object.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+
+#include <chrono>
+
+namespace sandglass::daemon {
+namespace {
+
+std::int64_t whole_ms(Duration d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
+
+// A kind's result is JSON text; anything else is kept as a string.
+boost::json::value result_value(const std::string& result) {
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse(result, ec);
+  if (ec) return boost::json::string{result};
+  return v;
+}
+
+boost::json::object timings_json(Duration budget, Duration queue, Duration run, Duration remaining) {
+  return {{"budget_ms", whole_ms(budget)},
+          {"queue_ms", whole_ms(queue)},
+          {"run_ms", whole_ms(run)},
+          {"remaining_ms", whole_ms(remaining)}};
+}
+
+}  // namespace
+
+std::string record_json(JobId id, const std::string& kind, const Outcome* outcome,
+                        const JobProgress& progress, TimePoint now, CancelCause requested,
+                        std::size_t waiters) {
+  boost::json::object r;
+  r["id"] = id;
+  r["kind"] = kind;
+  if (outcome == nullptr) {
+    const bool running = progress.started_at.has_value();
+    const TimePoint start = running ? *progress.started_at : now;
+    r["state"] = running ? "running" : "queued";
+    r["reason"] = nullptr;
+    if (requested != CancelCause::none) r["cause"] = to_string(requested);
+    r["waiters"] = waiters;
+    if (running) r["worker"] = progress.worker;
+    r["timings"] = timings_json(progress.budget, start - progress.enqueued_at, now - start,
+                                progress.deadline.slack(now));
+    return boost::json::serialize(r);
+  }
+  const Outcome& o = *outcome;
+  r["state"] = to_string(o.state);
+  r["reason"] = to_string(o.reason);
+  if (o.cause != CancelCause::none) r["cause"] = to_string(o.cause);
+  if (!o.result.empty()) r["result"] = result_value(o.result);
+  if (!o.error.empty()) r["error"] = o.error;
+  const Timings& t = o.timings;
+  r["timings"] = timings_json(t.budget, t.queue_wait, t.run_time, t.remaining_at_end);
+  return boost::json::serialize(r);
+}
+
+void JobRecords::add(const JobHandle& handle, const std::string& kind) {
+  const TimePoint now = Clock::now();
+  std::lock_guard lock{mu_};
+  if (auto o = handle.outcome()) {
+    // Over already (a rejection is published inside submit): record it now, so that the
+    // record exists when the id is answered. finish() may have been first; it is idempotent.
+    // Nobody can wait for it yet, so there are no waiters to call.
+    record_outcome(*o, now);
+    return;
+  }
+  entries_.try_emplace(handle.id(), Entry{.handle = handle, .kind = kind});
+}
+
+void JobRecords::finish(const Outcome& outcome) {
+  const TimePoint now = Clock::now();
+  std::vector<Waiter> waiters;
+  {
+    std::lock_guard lock{mu_};
+    waiters = record_outcome(outcome, now);
+  }
+  for (Waiter& w : waiters) w(outcome);
+}
+
+std::vector<JobRecords::Waiter> JobRecords::record_outcome(const Outcome& outcome, TimePoint now) {
+  Entry& e = entries_[outcome.id];
+  if (e.outcome) return {};
+  const std::size_t bytes = outcome.result.size() + outcome.error.size();
+  e.kind = outcome.kind;
+  e.outcome = outcome;
+  e.handle = {};  // the job is over; its record no longer needs it
+  e.interest = 0;
+  std::vector<Waiter> waiters = std::move(e.waiters);
+  finished_.push_back({now, outcome.id, bytes});
+  finished_bytes_ += bytes;
+  forget_old(now);
+  return waiters;
+}
+
+void JobRecords::forget_old(TimePoint now) {
+  while (!finished_.empty()) {
+    const Finished& f = finished_.front();
+    const bool too_old = now - f.at > retention_.keep;
+    const bool too_many = finished_.size() > retention_.max_count;
+    const bool too_big = finished_bytes_ > retention_.max_bytes;
+    if (!too_old && !too_many && !too_big) break;
+    const auto it = entries_.find(f.id);
+    if (it != entries_.end()) {
+      const auto key = keys_.find(it->second.key);
+      if (key != keys_.end() && key->second.id == f.id) keys_.erase(key);
+      entries_.erase(it);
+    }
+    finished_bytes_ -= f.bytes;
+    finished_.pop_front();
+  }
+}
+
+bool JobRecords::wait(JobId id, Waiter waiter) {
+  std::unique_lock lock{mu_};
+  const auto it = entries_.find(id);
+  if (it == entries_.end()) return false;
+  Entry& e = it->second;
+  if (e.outcome) {
+    const Outcome o = *e.outcome;
+    lock.unlock();
+    waiter(o);
+    return true;
+  }
+  e.waiters.push_back(std::move(waiter));
+  ++e.interest;
+  return true;
+}
+
+void JobRecords::leave(JobId id) {
+  JobHandle to_cancel;
+  {
+    std::lock_guard lock{mu_};
+    const auto it = entries_.find(id);
+    if (it == entries_.end() || it->second.outcome || it->second.interest == 0) return;
+    // A keyed job goes on: a retry with its key is expected to attach to it, and its own
+    // budget still ends it.
+    if (--it->second.interest == 0 && it->second.key.empty()) cancel_locked(it->second, to_cancel);
+  }
+  to_cancel.cancel();  // outside the lock: a queued job's outcome is recorded on this thread
+}
+
+void JobRecords::cancel_locked(Entry& entry, JobHandle& to_cancel) {
+  if (!entry.handle) return;
+  entry.cancel_requested = CancelCause::caller;
+  to_cancel = entry.handle;
+}
+
+JobRecords::KeyedSubmit JobRecords::submit_keyed(const std::string& key, const std::string& fingerprint,
+                                                 const std::function<JobId()>& submit) {
+  std::lock_guard serial{keyed_submit_mu_};
+  {
+    std::lock_guard lock{mu_};
+    const auto k = keys_.find(key);
+    if (k != keys_.end()) {
+      if (k->second.fingerprint != fingerprint) return {.id = k->second.id, .conflict = true};
+      const auto e = entries_.find(k->second.id);
+      const bool reusable = e != entries_.end() &&
+                            (!e->second.outcome || e->second.outcome->state == State::completed ||
+                             e->second.outcome->state == State::failed);
+      if (reusable) return {.id = k->second.id, .attached = true};
+    }
+  }
+  const JobId id = submit();  // may record the outcome at once: takes mu_ itself
+  std::lock_guard lock{mu_};
+  keys_[key] = {id, fingerprint};
+  const auto e = entries_.find(id);
+  if (e != entries_.end()) e->second.key = key;
+  return {.id = id};
+}
+
+std::optional<std::string> JobRecords::find_json(JobId id) {
+  const TimePoint now = Clock::now();
+  std::lock_guard lock{mu_};
+  forget_old(now);
+  const auto it = entries_.find(id);
+  if (it == entries_.end()) return std::nullopt;
+  const Entry& e = it->second;
+  if (e.outcome) return record_json(id, e.kind, &*e.outcome, {}, now);
+  // The outcome may be published but not yet recorded here; the handle has it then.
+  if (auto o = e.handle.outcome()) return record_json(id, e.kind, &*o, {}, now);
+  return record_json(id, e.kind, nullptr, e.handle.progress(), now, e.cancel_requested,
+                     e.interest);
+}
+
+void JobRecords::cancel(JobId id) {
+  JobHandle to_cancel;
+  {
+    std::lock_guard lock{mu_};
+    const auto it = entries_.find(id);
+    if (it == entries_.end()) return;
+    cancel_locked(it->second, to_cancel);
+  }
+  to_cancel.cancel();  // outside the lock: a queued job's outcome is recorded on this thread
+}
+
+std::optional<Outcome> JobRecords::outcome(JobId id) const {
+  std::lock_guard lock{mu_};
+  const auto it = entries_.find(id);
+  if (it == entries_.end()) return std::nullopt;
+  return it->second.outcome;
+}
+
+std::size_t JobRecords::size() const {
+  std::lock_guard lock{mu_};
+  return entries_.size();
+}
+
+}  // namespace sandglass::daemon

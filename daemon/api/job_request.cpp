@@ -1,0 +1,263 @@
+#include "daemon/api/job_request.hpp"
+
+#include <sandglass/wire_budget.hpp>
+
+#include <boost/json/basic_parser_impl.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/parse_options.hpp>
+#include <boost/json/value.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sandglass::daemon {
+namespace {
+
+using Result = std::variant<JobRequest, RequestError>;
+
+// A Boost.JSON parser handler that only looks for a key that appears twice in one object.
+// Boost.JSON keeps the last of them; another reader (a proxy, a log, a second parser) may keep
+// the first, and then two parties act on different requests. So a body with one is refused.
+class DuplicateKeyFinder {
+ public:
+  static constexpr std::size_t max_object_size = std::numeric_limits<std::size_t>::max();
+  static constexpr std::size_t max_array_size = std::numeric_limits<std::size_t>::max();
+  static constexpr std::size_t max_key_size = std::numeric_limits<std::size_t>::max();
+  static constexpr std::size_t max_string_size = std::numeric_limits<std::size_t>::max();
+
+  // The dotted path of the first duplicate key ("args.command"), or "" when there is none.
+  const std::string& duplicate() const noexcept { return duplicate_; }
+
+  bool on_document_begin(boost::system::error_code&) { return true; }
+  bool on_document_end(boost::system::error_code&) { return true; }
+  bool on_array_begin(boost::system::error_code&) {
+    open(false);
+    return true;
+  }
+  bool on_array_end(std::size_t, boost::system::error_code&) {
+    frames_.pop_back();
+    return true;
+  }
+  bool on_object_begin(boost::system::error_code&) {
+    open(true);
+    return true;
+  }
+  bool on_object_end(std::size_t, boost::system::error_code&) {
+    frames_.pop_back();
+    return true;
+  }
+  bool on_string_part(boost::json::string_view, std::size_t, boost::system::error_code&) { return true; }
+  bool on_string(boost::json::string_view, std::size_t, boost::system::error_code&) { return true; }
+  bool on_key_part(boost::json::string_view part, std::size_t, boost::system::error_code&) {
+    key_.append(part.data(), part.size());
+    return true;
+  }
+  bool on_key(boost::json::string_view part, std::size_t, boost::system::error_code& ec) {
+    key_.append(part.data(), part.size());
+    Frame& object = frames_.back();
+    if (!object.keys.insert(key_).second) {
+      duplicate_ = path_to(key_);
+      ec = boost::json::error::syntax;  // stops the parser; duplicate() says why
+      return false;
+    }
+    object.last_key = std::move(key_);
+    key_.clear();
+    return true;
+  }
+  bool on_number_part(boost::json::string_view, boost::system::error_code&) { return true; }
+  bool on_int64(std::int64_t, boost::json::string_view, boost::system::error_code&) { return true; }
+  bool on_uint64(std::uint64_t, boost::json::string_view, boost::system::error_code&) { return true; }
+  bool on_double(double, boost::json::string_view, boost::system::error_code&) { return true; }
+  bool on_bool(bool, boost::system::error_code&) { return true; }
+  bool on_null(boost::system::error_code&) { return true; }
+  bool on_comment_part(boost::json::string_view, boost::system::error_code&) { return true; }
+  bool on_comment(boost::json::string_view, boost::system::error_code&) { return true; }
+
+ private:
+  // An open object or array. Each holds only its own key, so the work stays linear in the
+  // body's size; the dotted path is built only for the error.
+  struct Frame {
+    bool object = true;
+    std::string key;  // of the value this is: the key in the enclosing object, or the enclosing
+                      // array's key for an element; "" at the top
+    std::set<std::string, std::less<>> keys;  // objects: the keys read so far
+    std::string last_key;                     // objects: the key whose value is being read
+  };
+
+  void open(bool object) {
+    std::string key;
+    if (!frames_.empty()) key = frames_.back().object ? frames_.back().last_key : frames_.back().key;
+    frames_.push_back({.object = object, .key = std::move(key), .keys = {}, .last_key = {}});
+  }
+
+  // "args.body.k": the keys of the enclosing objects (arrays add nothing), then `key`.
+  std::string path_to(const std::string& key) const {
+    std::string path;
+    for (const Frame& frame : frames_) {
+      if (!frame.object || frame.key.empty()) continue;
+      path += frame.key;
+      path += '.';
+    }
+    return path + key;
+  }
+
+  std::vector<Frame> frames_;
+  std::string key_;  // the key being read
+  std::string duplicate_;
+};
+
+// The dotted path of a key that appears twice in one object of `json` (valid JSON), or "".
+std::string duplicate_key(std::string_view json, const boost::json::parse_options& options) {
+  boost::json::basic_parser<DuplicateKeyFinder> parser{options};
+  boost::system::error_code ec;
+  parser.write_some(false, json.data(), json.size(), ec);
+  return parser.handler().duplicate();
+}
+
+std::optional<Duration> smaller(std::optional<Duration> a, Duration b) {
+  return a ? std::min(*a, b) : b;
+}
+
+// timeout_ms: a non-negative integer; huge values saturate.
+std::optional<RequestError> read_timeout_ms(const boost::json::value& v, JobRequest& out) {
+  const char* const kMessage = "must be a non-negative integer (milliseconds)";
+  std::chrono::milliseconds ms{};
+  if (v.is_int64() && v.get_int64() >= 0) {
+    ms = std::chrono::milliseconds{v.get_int64()};
+  } else if (v.is_uint64()) {
+    ms = std::chrono::milliseconds::max();
+  } else {
+    return RequestError{"timeout_ms", kMessage};
+  }
+  // Saturate instead of overflowing the nanosecond Duration.
+  constexpr auto kMaxMs = std::chrono::duration_cast<std::chrono::milliseconds>(Duration::max());
+  out.budget = smaller(out.budget, ms >= kMaxMs ? Duration::max() : Duration{ms});
+  return std::nullopt;
+}
+
+std::optional<RequestError> read_body_field(std::string_view key, const boost::json::value& v,
+                                            JobRequest& out) {
+  if (key == "kind") {
+    if (!v.is_string() || v.get_string().empty()) return RequestError{"kind", "must be a non-empty string"};
+    out.kind = v.get_string();
+  } else if (key == "args") {
+    if (!v.is_object()) return RequestError{"args", "must be an object"};
+    out.args = v.get_object();
+  } else if (key == "priority") {
+    const auto p = v.is_string() ? priority_from_string(v.get_string()) : std::nullopt;
+    if (!p) return RequestError{"priority", "must be one of critical, high, normal, sheddable"};
+    out.priority = *p;
+  } else if (key == "timeout_ms") {
+    return read_timeout_ms(v, out);
+  } else if (key == "idempotency_key") {
+    if (!v.is_string() || v.get_string().empty() || v.get_string().size() > kMaxIdempotencyKeyBytes) {
+      return RequestError{"idempotency_key", "must be a string of 1 to 256 bytes"};
+    }
+    out.idempotency_key = v.get_string();
+  } else if (key.empty()) {
+    // An error must name a field; an empty one would name none (found by fuzz_job_request).
+    return RequestError{"body", "has a field with an empty name, which is not a known field"};
+  } else {
+    return RequestError{std::string{key}, "is not a known field"};
+  }
+  return std::nullopt;
+}
+
+std::optional<RequestError> read_wire_budgets(const HttpRequest& request, JobRequest& out) {
+  for (const auto& [name, value] : request.headers) {
+    WireBudget b;
+    if (name == kRequestTimeoutHeader) {
+      b = parse_request_timeout_ms(value);
+    } else if (name == kGrpcTimeoutHeader) {
+      b = parse_grpc_timeout(value);
+    } else {
+      continue;
+    }
+    if (!b) return RequestError{name, b.error};
+    out.budget = smaller(out.budget, *b.budget);
+  }
+  return std::nullopt;
+}
+
+// The error for a query parameter other than `wait`, naming it as its field. A request target
+// may hold any byte above 0x7F, and the field goes back in a JSON answer, which must be UTF-8:
+// a name that is not printable ASCII is named "query" instead.
+RequestError unknown_query_parameter(std::string_view key) {
+  const auto printable = [](char c) { return c > 0x20 && c < 0x7F; };
+  if (!key.empty() && std::ranges::all_of(key, printable)) {
+    return RequestError{std::string{key}, "is not a known query parameter"};
+  }
+  return RequestError{"query", "has a parameter whose name is empty or not printable ASCII"};
+}
+
+std::optional<RequestError> read_query(std::string_view query, JobRequest& out) {
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+    if (pair.empty()) continue;
+    const auto eq = pair.find('=');
+    const std::string_view key = pair.substr(0, eq);
+    const std::string_view value = eq == std::string_view::npos ? "" : pair.substr(eq + 1);
+    if (key != "wait") return unknown_query_parameter(key);
+    if (value == "true" || value == "1") {
+      out.wait = true;
+    } else if (value == "false" || value == "0") {
+      out.wait = false;
+    } else {
+      return RequestError{"wait", "must be true or false"};
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Target split_target(std::string_view target) noexcept {
+  // The absolute form ("http://host:port/v1/jobs"), which proxies send, names the same path.
+  for (std::string_view scheme : {"http://", "https://"}) {
+    if (target.starts_with(scheme)) {
+      const auto slash = target.find('/', scheme.size());
+      target = slash == std::string_view::npos ? "/" : target.substr(slash);
+    }
+  }
+  const auto q = target.find('?');
+  if (q == std::string_view::npos) return {target, {}};
+  return {target.substr(0, q), target.substr(q + 1)};
+}
+
+std::variant<JobRequest, RequestError> parse_job_request(const HttpRequest& request,
+                                                         std::size_t max_json_depth) {
+  JobRequest out;
+  if (auto e = read_query(split_target(request.target).query, out)) return *e;
+  if (auto e = read_wire_budgets(request, out)) return *e;
+
+  boost::json::parse_options options;
+  options.max_depth = max_json_depth;
+  boost::system::error_code ec;
+  const boost::json::value body = boost::json::parse(request.body, ec, {}, options);
+  if (ec) return RequestError{"body", "is not valid JSON: " + ec.message()};
+  if (!body.is_object()) return RequestError{"body", "must be a JSON object"};
+  if (std::string key = duplicate_key(request.body, options); !key.empty()) {
+    return RequestError{std::move(key), "appears more than once in its object"};
+  }
+  for (const auto& [key, value] : body.get_object()) {
+    if (auto e = read_body_field(key, value, out)) return *e;
+  }
+  if (out.kind.empty()) return RequestError{"kind", "is required"};
+  // The header form, which a forwarding sandglassd sends; the body's key wins.
+  if (const auto key = request.header(kIdempotencyKeyHeader); key && out.idempotency_key.empty()) {
+    if (key->empty() || key->size() > kMaxIdempotencyKeyBytes) {
+      return RequestError{std::string{kIdempotencyKeyHeader}, "must be 1 to 256 bytes"};
+    }
+    out.idempotency_key = *key;
+  }
+  return out;
+}
+
+}  // namespace sandglass::daemon

@@ -1,0 +1,58 @@
+// job_request.hpp (private) — `JobRequest`, a validated `POST /v1/jobs`, and its parser.
+//
+//   body:    {"kind": str, "args": object?, "priority": "critical"|"high"|"normal"|"sheddable"?,
+//             "timeout_ms": int?, "idempotency_key": str?}
+//   headers: x-request-timeout-ms, grpc-timeout, idempotency-key (when the body has none)
+//   query:   wait=true|false
+//
+// Time rules: the budget is the smallest of the two headers and `timeout_ms`, whichever are
+// given; none given leaves it empty (the runtime's default applies); huge values saturate and
+// the runtime clamps them. A malformed value is an error naming it; so is any unknown field.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include "daemon/http/http_message.hpp"
+
+#include <sandglass/deadline.hpp>
+#include <sandglass/job_spec.hpp>
+
+#include <boost/json/object.hpp>
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <variant>
+
+namespace sandglass::daemon {
+
+struct JobRequest {
+  std::string kind;
+  boost::json::object args;  // empty when the request had none
+  Priority priority = Priority::normal;
+  std::optional<Duration> budget;
+  std::string idempotency_key;
+  bool wait = true;  // answer with the terminal outcome (else 202 at once)
+};
+
+// What is wrong with a request: answered 400 `{"error": message, "field": field}`.
+struct RequestError {
+  std::string field;    // "timeout_ms", "grpc-timeout", "args.ms", "body", ...
+  std::string message;
+};
+
+inline constexpr std::size_t kMaxIdempotencyKeyBytes = 256;
+inline constexpr std::string_view kIdempotencyKeyHeader = "idempotency-key";
+
+std::variant<JobRequest, RequestError> parse_job_request(const HttpRequest& request,
+                                                         std::size_t max_json_depth);
+
+// Splits "/v1/jobs?wait=false" at '?'. The query is empty when there is none. An absolute
+// target ("http://127.0.0.1:8080/v1/jobs") is first reduced to its path and query.
+struct Target {
+  std::string_view path;
+  std::string_view query;
+};
+Target split_target(std::string_view target) noexcept;
+
+}  // namespace sandglass::daemon

@@ -1,0 +1,113 @@
+#include "daemon/api/job_records.hpp"
+
+#include <doctest/doctest.h>
+
+#include <boost/json/parse.hpp>
+
+#include <chrono>
+#include <latch>
+
+using namespace std::chrono_literals;
+using sandglass::Outcome;
+using sandglass::daemon::JobRecords;
+
+namespace {
+Outcome completed(sandglass::JobId id, std::string result = R"({"n":1})") {
+  Outcome o;
+  o.id = id;
+  o.kind = "sleep";
+  o.state = sandglass::State::completed;
+  o.reason = sandglass::Reason::ok;
+  o.result = std::move(result);
+  o.timings = {.budget = 1500ms, .queue_wait = 2ms, .run_time = 7900us, .remaining_at_start = 1498ms,
+               .remaining_at_end = -3ms};
+  return o;
+}
+}  // namespace
+
+TEST_SUITE("job records") {
+  TEST_CASE("a terminal record carries state reason result and whole-millisecond timings") {
+    JobRecords records{{}};
+    records.finish(completed(7));
+    const auto json = records.find_json(7);
+    REQUIRE(json.has_value());
+    const auto r = boost::json::parse(*json).as_object();
+    CHECK(r.at("id").to_number<std::uint64_t>() == 7);
+    CHECK(r.at("state").as_string() == "completed");
+    CHECK(r.at("reason").as_string() == "ok");
+    CHECK(r.if_contains("cause") == nullptr);
+    CHECK(r.at("result").as_object().at("n").as_int64() == 1);
+    const auto& t = r.at("timings").as_object();
+    CHECK(t.at("budget_ms").as_int64() == 1500);
+    CHECK(t.at("queue_ms").as_int64() == 2);
+    CHECK(t.at("run_ms").as_int64() == 7);
+    CHECK(t.at("remaining_ms").as_int64() == -3);
+  }
+
+  TEST_CASE("a result that is not JSON is kept as a string") {
+    JobRecords records{{}};
+    records.finish(completed(1, "plain words"));
+    const auto r = boost::json::parse(*records.find_json(1)).as_object();
+    CHECK(r.at("result").as_string() == "plain words");
+  }
+
+  TEST_CASE("the oldest terminal records are forgotten past the count and byte limits") {
+    JobRecords by_count{{.max_count = 2}};
+    for (sandglass::JobId id = 1; id <= 3; ++id) by_count.finish(completed(id));
+    CHECK_FALSE(by_count.find_json(1).has_value());
+    CHECK(by_count.find_json(2).has_value());
+    CHECK(by_count.find_json(3).has_value());
+
+    JobRecords by_bytes{{.max_bytes = 20}};
+    by_bytes.finish(completed(1, std::string(15, 'x')));
+    by_bytes.finish(completed(2, std::string(15, 'y')));
+    CHECK_FALSE(by_bytes.find_json(1).has_value());
+    CHECK(by_bytes.find_json(2).has_value());
+    CHECK(by_bytes.size() == 1);
+  }
+
+  TEST_CASE("finishing twice keeps the first outcome") {
+    JobRecords records{{}};
+    records.finish(completed(4, R"({"first":true})"));
+    records.finish(completed(4, R"({"second":true})"));
+    const auto r = boost::json::parse(*records.find_json(4)).as_object();
+    CHECK(r.at("result").as_object().contains("first"));
+  }
+
+  TEST_CASE("an unknown id has no record and cancelling it does nothing") {
+    JobRecords records{{}};
+    records.cancel(99);
+    CHECK_FALSE(records.find_json(99).has_value());
+    CHECK(records.size() == 0);
+  }
+
+  TEST_CASE("a live job cancelled by DELETE says cause caller until its outcome arrives" *
+            doctest::timeout(10)) {
+    JobRecords records{{}};  // outlives the runtime, whose outcome callback uses it
+    sandglass::Runtime rt{{.workers = 1}};
+    std::latch started{1};
+    std::latch release{1};
+    auto job = rt.submit({.kind = "wait"},
+                         [&](sandglass::JobContext& ctx) {
+                           started.count_down();
+                           release.wait();  // not at a checkpoint: the cancellation waits
+                           ctx.checkpoint();
+                         },
+                         [&records](const Outcome& o) { records.finish(o); });
+    records.add(job, "wait");
+    started.wait();
+    auto live = boost::json::parse(*records.find_json(job.id())).as_object();
+    CHECK(live.at("state").as_string() == "running");
+    CHECK(live.at("reason").is_null());
+    CHECK(live.if_contains("cause") == nullptr);
+    records.cancel(job.id());
+    live = boost::json::parse(*records.find_json(job.id())).as_object();
+    CHECK(live.at("state").as_string() == "running");
+    CHECK(live.at("cause").as_string() == "caller");
+    release.count_down();
+    job.wait();
+    const auto r = boost::json::parse(*records.find_json(job.id())).as_object();
+    CHECK(r.at("state").as_string() == "cancelled");
+    CHECK(r.at("cause").as_string() == "caller");
+  }
+}

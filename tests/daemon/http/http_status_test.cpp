@@ -1,0 +1,56 @@
+#include "daemon/http/http_status.hpp"
+
+#include <doctest/doctest.h>
+
+using sandglass::CancelCause;
+using sandglass::Outcome;
+using sandglass::Reason;
+using sandglass::State;
+using sandglass::daemon::http_status_of;
+
+namespace {
+Outcome outcome(State state, Reason reason, CancelCause cause = CancelCause::none) {
+  Outcome o;
+  o.state = state;
+  o.reason = reason;
+  o.cause = cause;
+  return o;
+}
+}  // namespace
+
+TEST_SUITE("http status table") {
+  TEST_CASE("every outcome maps to the status the API documents") {
+    struct Row {
+      Outcome o;
+      unsigned code;
+      bool retry_after;
+    };
+    const Row rows[] = {
+        {outcome(State::completed, Reason::ok), 200, false},
+        {outcome(State::completed, Reason::completed_after_cancel, CancelCause::caller), 200, false},
+        {outcome(State::failed, Reason::handler_error), 500, false},
+        {outcome(State::rejected, Reason::queue_full), 503, true},
+        {outcome(State::rejected, Reason::deadline_implausible), 503, true},
+        {outcome(State::rejected, Reason::shed), 503, true},
+        {outcome(State::rejected, Reason::shutting_down), 503, true},
+        {outcome(State::rejected, Reason::budget_too_small), 504, false},
+        {outcome(State::expired, Reason::expired_in_queue), 504, false},
+        {outcome(State::expired, Reason::too_late_to_start), 504, false},
+        {outcome(State::failed, Reason::deadline_exceeded_before_dispatch), 504, false},
+        {outcome(State::failed, Reason::retry_skipped_budget), 504, false},
+        {outcome(State::failed, Reason::breaker_open), 503, true},
+        {outcome(State::cancelled, Reason::cancelled_while_running, CancelCause::deadline), 504, false},
+        {outcome(State::cancelled, Reason::cancelled_while_running, CancelCause::upstream), 504, false},
+        {outcome(State::cancelled, Reason::cancelled_while_running, CancelCause::caller), 499, false},
+        {outcome(State::cancelled, Reason::cancelled_in_queue, CancelCause::caller), 499, false},
+        {outcome(State::cancelled, Reason::cancelled_in_queue, CancelCause::shutdown), 503, true},
+        {outcome(State::cancelled, Reason::cancelled_while_running, CancelCause::shutdown), 503, true},
+    };
+    for (const Row& r : rows) {
+      CAPTURE(sandglass::to_string(r.o.reason));
+      CAPTURE(sandglass::to_string(r.o.cause));
+      CHECK(http_status_of(r.o).code == r.code);
+      CHECK(http_status_of(r.o).retry_after == r.retry_after);
+    }
+  }
+}
