@@ -2,17 +2,19 @@
 #   make test   installs what is missing, builds, runs the whole test suite
 #   make run    installs what is missing, builds, starts sandglassd on 127.0.0.1:8080 with
 #               its default config (daemon/config/sandglassd.toml)
-# Both are idempotent. The build lives in $(BUILD) (CMake + Ninja).
+# Both are idempotent. The build lives in $(BUILD) (CMake + Ninja), with warnings as errors
+# (SANDGLASS_WERROR, off in a plain CMake build) and ccache as the compiler launcher.
+#   make package  builds $(BUILD)/sandglassd_<version>_amd64.deb (cmake/package.cmake)
 
 BUILD ?= build
 BUILD_TYPE ?= RelWithDebInfo
 PACKAGES := g++ cmake ninja-build libboost1.81-dev libboost-json1.81-dev doctest-dev \
             libbenchmark-dev libfmt-dev libspdlog-dev prometheus-cpp-dev \
             libtomlplusplus-dev libcli11-dev prometheus libtbb-dev gnuplot-nox \
-            libpq-dev postgresql
+            libpq-dev postgresql ccache dpkg-dev curl
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps build test run bench clean
+.PHONY: deps configure build test run package bench clean
 
 deps:
 	@missing=""; \
@@ -25,10 +27,15 @@ deps:
 	  $(SUDO) apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends $$missing; \
 	fi
 
-$(BUILD)/build.ninja:
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
+# ccache keys on paths relative to this folder, so clones elsewhere share the cache.
+export CCACHE_BASEDIR ?= $(CURDIR)
 
-build: deps $(BUILD)/build.ninja
+# Every time (a few seconds): the flags here win over what an earlier configure cached.
+configure: deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DSANDGLASS_WERROR=ON \
+	  $$(command -v ccache >/dev/null && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+
+build: configure
 	cmake --build $(BUILD)
 
 test: build
@@ -37,12 +44,17 @@ test: build
 run: build
 	./$(BUILD)/daemon/sandglassd --config daemon/config/sandglassd.toml
 
+# The Debian package needs only the daemon built; install it with
+# apt install ./$(BUILD)/sandglassd_*.deb
+package: configure
+	cmake --build $(BUILD) --target sandglassd
+	cd $(BUILD) && cpack -G DEB
+
 # make bench: the micro benchmarks and the full overload bench (about 5 minutes); tables, JSON
 # and plots go to bench/results/. Needs oneTBB and gnuplot besides the packages above.
 BENCH_FLAGS ?= --duration 5s --spike
 bench:
-	@$(MAKE) --no-print-directory deps
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
+	@$(MAKE) --no-print-directory configure
 	cmake --build $(BUILD) --target sandglass-handoff-bench sandglass-overload
 	mkdir -p bench/results
 	bash -o pipefail -c './$(BUILD)/bench/sandglass-handoff-bench --benchmark_repetitions=3 \
