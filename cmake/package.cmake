@@ -20,11 +20,12 @@ set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "deadline-aware job daemon (HTTP/JSON)")
 set(CPACK_PACKAGE_DESCRIPTION "sandglassd runs jobs under one end-to-end time budget each: \
 it refuses work it cannot finish in time, drops work whose deadline passed while queued, and \
 cancels running work once nobody wants its result.")
-set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
-# Install with DESTDIR into the staging folder, so CMAKE_INSTALL_PREFIX is /usr while installing
-# (the unit's ExecStart is written from it) and /etc/sandglass lands in the package, not on the
-# machine that builds it.
+# Install with DESTDIR into the staging folder and CMAKE_INSTALL_PREFIX /usr (CPACK_INSTALL_PREFIX
+# does that under CPACK_SET_DESTDIR): the unit's ExecStart is written from the prefix, and
+# /etc/sandglass lands in the package, not on the machine that builds it.
 set(CPACK_SET_DESTDIR ON)
+set(CPACK_INSTALL_PREFIX /usr)
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES ON)
 
 set(CPACK_COMPONENTS_ALL daemon debian_config)
