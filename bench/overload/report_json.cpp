@@ -33,14 +33,22 @@ std::string compact(const json::value& v) {
     case json::kind::double_:
       return fmt::format("{}", v.get_double());
     case json::kind::array: {
+      // Appended piece by piece: `(first ? "" : ",") + text` trips a false -Wrestrict inside
+      // std::string::insert with GCC 12 at -O3.
       std::string out = "[";
-      for (const json::value& e : v.get_array()) out += (out.size() > 1 ? "," : "") + compact(e);
+      for (const json::value& e : v.get_array()) {
+        if (out.size() > 1) out += ',';
+        out += compact(e);
+      }
       return out + "]";
     }
     case json::kind::object: {
       std::string out = "{";
       for (const auto& [key, e] : v.get_object()) {
-        out += (out.size() > 1 ? "," : "") + json::serialize(json::string{key}) + ":" + compact(e);
+        if (out.size() > 1) out += ',';
+        out += json::serialize(json::string{key});
+        out += ':';
+        out += compact(e);
       }
       return out + "}";
     }
