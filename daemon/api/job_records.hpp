@@ -3,7 +3,12 @@
 //
 //   {"id": 7, "kind": "sleep", "state": "completed", "reason": "ok", "cause"?: "caller",
 //    "result"?: <JSON>, "error"?: "...",
-//    "timings": {"budget_ms": 1000, "queue_ms": 0, "run_ms": 50, "remaining_ms": 949}}
+//    "timings": {"intake_ms": 0, "budget_ms": 995, "queue_ms": 0, "run_ms": 50,
+//                "remaining_ms": 944}}
+//
+// intake_ms is the time from the request's first byte until its job was submitted (reading the
+// request and parsing it); budget_ms what the job had left of its budget at admission, after
+// the intake and the reserve kept back for the answer (budget.reserve_ms).
 //
 // A live job has state "queued" or "running" (then "worker": the index of the worker thread that
 // runs it), reason null, "waiters": the clients waiting for its answer (and "cause": "caller" once a DELETE asked to cancel it). Terminal records are kept for
@@ -37,17 +42,19 @@ namespace sandglass::daemon {
 //
 // The record's JSON. `outcome` empty: a live job described by `progress` at `now`.
 std::string record_json(JobId id, const std::string& kind, const Outcome* outcome,
-                        const JobProgress& progress, TimePoint now,
+                        const JobProgress& progress, TimePoint now, Duration intake = {},
                         CancelCause requested = CancelCause::none, std::size_t waiters = 0);
 
 class JobRecords {
  public:
   explicit JobRecords(RecordRetention retention) : retention_{retention} {}
 
-  using Waiter = std::function<void(const Outcome&)>;
+  // Gets the job's outcome and its intake (see add).
+  using Waiter = std::function<void(const Outcome&, Duration intake)>;
 
-  // Remembers a submitted job (with its outcome, if it has one already).
-  void add(const JobHandle& handle, const std::string& kind);
+  // Remembers a submitted job (with its outcome, if it has one already); `intake` is the time
+  // from its request's first byte until it was submitted.
+  void add(const JobHandle& handle, const std::string& kind, Duration intake = {});
   // Stores a job's terminal outcome, its retention starts now, and calls the job's waiters
   // (outside the lock). Idempotent.
   void finish(const Outcome& outcome);
@@ -73,7 +80,8 @@ class JobRecords {
 
   // The job's outcome, if it has one and is remembered.
   std::optional<Outcome> outcome(JobId id) const;
-  // The record's JSON, or nullopt when the id is unknown or forgotten.
+  // The record's JSON, or nullopt when the id is unknown or forgotten. The entry is copied out
+  // under the lock and rendered outside it: a large result does not hold up other requests.
   std::optional<std::string> find_json(JobId id);
   // Cancels a live job with cause caller (a no-op for a terminal or unknown one). Until its
   // outcome arrives, its record says "cause": "caller".
@@ -90,6 +98,7 @@ class JobRecords {
     std::vector<Waiter> waiters;
     std::size_t interest = 0;  // waiters still connected
     std::string key;           // its idempotency key, if any
+    Duration intake{};         // request's first byte to submission
   };
   struct KeyBinding {
     JobId id;
@@ -100,8 +109,12 @@ class JobRecords {
     JobId id;
     std::size_t bytes;
   };
+  struct ToCall {
+    std::vector<Waiter> waiters;
+    Duration intake{};
+  };
   // Requires mu_. Returns the waiters to call (outside the lock).
-  std::vector<Waiter> record_outcome(const Outcome& outcome, TimePoint now);
+  ToCall record_outcome(const Outcome& outcome, TimePoint now);
   void cancel_locked(Entry& entry, JobHandle& to_cancel);      // requires mu_
   void forget_old(TimePoint now);                              // requires mu_
 

@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <latch>
+#include <mutex>
+#include <vector>
 
 using namespace std::chrono_literals;
 using sandglass::Outcome;
@@ -42,6 +44,44 @@ TEST_SUITE("job records") {
     CHECK(t.at("queue_ms").as_int64() == 2);
     CHECK(t.at("run_ms").as_int64() == 7);
     CHECK(t.at("remaining_ms").as_int64() == -3);
+    CHECK(t.at("intake_ms").as_int64() == 0);  // finished without add(): no intake known
+  }
+
+  TEST_CASE("the intake given to add is in the record and reaches every waiter" *
+            doctest::timeout(10)) {
+    JobRecords records{{}};  // outlives the runtime, whose outcome callback uses it
+    sandglass::Runtime rt{{.workers = 1}};
+    std::latch started{1};
+    std::latch release{1};
+    auto job = rt.submit({.kind = "wait"},
+                         [&](sandglass::JobContext&) {
+                           started.count_down();
+                           release.wait();
+                         },
+                         [&records](const Outcome& o) { records.finish(o); });
+    records.add(job, "wait", 42ms);
+    started.wait();
+    const auto live = boost::json::parse(*records.find_json(job.id())).as_object();
+    CHECK(live.at("timings").as_object().at("intake_ms").as_int64() == 42);
+    std::vector<sandglass::Duration> told;
+    std::mutex told_mu;
+    std::latch told_twice{2};
+    const auto waiter = [&](const Outcome&, sandglass::Duration intake) {
+      {
+        const std::lock_guard lock{told_mu};
+        told.push_back(intake);
+      }
+      told_twice.count_down();
+    };
+    REQUIRE(records.wait(job.id(), waiter));  // waits for the outcome
+    release.count_down();
+    job.wait();
+    REQUIRE(records.wait(job.id(), waiter));  // called at once, or from finish if it is still to come
+    told_twice.wait();
+    const std::lock_guard lock{told_mu};
+    CHECK(told == std::vector<sandglass::Duration>{42ms, 42ms});
+    const auto r = boost::json::parse(*records.find_json(job.id())).as_object();
+    CHECK(r.at("timings").as_object().at("intake_ms").as_int64() == 42);
   }
 
   TEST_CASE("a result that is not JSON is kept as a string") {
