@@ -71,10 +71,10 @@ HttpResponse error_response(unsigned status, std::string_view message, std::stri
   return {.status = status, .body = json_text(body)};
 }
 
-HttpResponse outcome_response(const Outcome& outcome, Duration intake) {
+HttpResponse outcome_response(const Outcome& outcome, const Arrival& arrival) {
   const HttpStatus s = http_status_of(outcome);
   HttpResponse r{.status = s.code,
-                 .body = record_json(outcome.id, outcome.kind, &outcome, {}, {}, intake)};
+                 .body = record_json(outcome.id, outcome.kind, &outcome, {}, {}, arrival)};
   if (s.retry_after) r.headers.emplace_back("Retry-After", "1");
   return r;
 }
@@ -203,7 +203,7 @@ Api::ClientGone Api::submit(const HttpRequest& request, TimePoint arrived_at, Re
     };
     const Duration intake = Clock::now() - arrived_at;
     const JobHandle job = runtime_.submit(std::move(spec), std::move(handler), std::move(on_outcome));
-    records_.add(job, req.kind, intake);
+    records_.add(job, req.kind, {.intake = intake, .budget = budget});
     return job.id();
   };
   JobId id = 0;
@@ -225,8 +225,8 @@ Api::ClientGone Api::submit(const HttpRequest& request, TimePoint arrived_at, Re
 
   if (req.wait) {
     const Respond unanswered = respond;
-    const auto answer = [respond = std::move(respond)](const Outcome& o, Duration intake) {
-      respond(outcome_response(o, intake));
+    const auto answer = [respond = std::move(respond)](const Outcome& o, const Arrival& arrival) {
+      respond(outcome_response(o, arrival));
     };
     if (!records_.wait(id, answer)) {
       // Only when records are kept for so short a time that this one went before it was read.
@@ -239,7 +239,7 @@ Api::ClientGone Api::submit(const HttpRequest& request, TimePoint arrived_at, Re
   // new job that was quick enough to be over already still gets its 202.)
   if (auto o = records_.outcome(id); o && (attached || o->state == State::rejected)) {
     HttpResponse r = outcome_response(*o);
-    if (auto record = records_.find_json(id)) r.body = std::move(*record);  // with its intake
+    if (auto record = records_.find_json(id)) r.body = std::move(*record);  // with its arrival
     respond(std::move(r));
     return {};
   }

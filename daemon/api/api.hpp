@@ -81,6 +81,6 @@ class Api {
 // A JSON error answer: {"error": message, "field": field} (no "field" when empty).
 HttpResponse error_response(unsigned status, std::string_view message, std::string_view field = {});
 // The answer for a job that has its outcome: the status table and the record.
-HttpResponse outcome_response(const Outcome& outcome, Duration intake = {});
+HttpResponse outcome_response(const Outcome& outcome, const Arrival& arrival = {});
 
 }  // namespace sandglass::daemon

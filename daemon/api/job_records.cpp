@@ -34,7 +34,7 @@ boost::json::object timings_json(Duration intake, Duration budget, Duration queu
 }  // namespace
 
 std::string record_json(JobId id, const std::string& kind, const Outcome* outcome,
-                        const JobProgress& progress, TimePoint now, Duration intake,
+                        const JobProgress& progress, TimePoint now, const Arrival& arrival,
                         CancelCause requested, std::size_t waiters) {
   boost::json::object r;
   r["id"] = id;
@@ -47,7 +47,8 @@ std::string record_json(JobId id, const std::string& kind, const Outcome* outcom
     if (requested != CancelCause::none) r["cause"] = to_string(requested);
     r["waiters"] = waiters;
     if (running) r["worker"] = progress.worker;
-    r["timings"] = timings_json(intake, progress.budget, start - progress.enqueued_at, now - start,
+    r["timings"] = timings_json(arrival.intake, arrival.budget.value_or(progress.budget),
+                                start - progress.enqueued_at, now - start,
                                 progress.deadline.slack(now));
     return boost::json::serialize(r);
   }
@@ -58,15 +59,16 @@ std::string record_json(JobId id, const std::string& kind, const Outcome* outcom
   if (!o.result.empty()) r["result"] = result_value(o.result);
   if (!o.error.empty()) r["error"] = o.error;
   const Timings& t = o.timings;
-  r["timings"] = timings_json(intake, t.budget, t.queue_wait, t.run_time, t.remaining_at_end);
+  r["timings"] = timings_json(arrival.intake, arrival.budget.value_or(t.budget), t.queue_wait,
+                              t.run_time, t.remaining_at_end);
   return boost::json::serialize(r);
 }
 
-void JobRecords::add(const JobHandle& handle, const std::string& kind, Duration intake) {
+void JobRecords::add(const JobHandle& handle, const std::string& kind, Arrival arrival) {
   const TimePoint now = Clock::now();
   std::lock_guard lock{mu_};
-  // finish() may have been first (it creates the entry); the intake is the submitter's to say.
-  entries_[handle.id()].intake = intake;
+  // finish() may have been first (it creates the entry); the arrival is the submitter's to say.
+  entries_[handle.id()].arrival = arrival;
   if (auto o = handle.outcome()) {
     // Over already (a rejection is published inside submit): record it now, so that the
     // record exists when the id is answered. finish() may have been first; it is idempotent.
@@ -87,7 +89,7 @@ void JobRecords::finish(const Outcome& outcome) {
     std::lock_guard lock{mu_};
     to_call = record_outcome(outcome, now);
   }
-  for (Waiter& w : to_call.waiters) w(outcome, to_call.intake);
+  for (Waiter& w : to_call.waiters) w(outcome, to_call.arrival);
 }
 
 JobRecords::ToCall JobRecords::record_outcome(const Outcome& outcome, TimePoint now) {
@@ -98,7 +100,7 @@ JobRecords::ToCall JobRecords::record_outcome(const Outcome& outcome, TimePoint 
   e.outcome = outcome;
   e.handle = {};  // the job is over; its record no longer needs it
   e.interest = 0;
-  ToCall to_call{.waiters = std::move(e.waiters), .intake = e.intake};
+  ToCall to_call{.waiters = std::move(e.waiters), .arrival = e.arrival};
   finished_.push_back({now, outcome.id, bytes});
   finished_bytes_ += bytes;
   forget_old(now);
@@ -130,9 +132,9 @@ bool JobRecords::wait(JobId id, Waiter waiter) {
   Entry& e = it->second;
   if (e.outcome) {
     const Outcome o = *e.outcome;
-    const Duration intake = e.intake;
+    const Arrival arrival = e.arrival;
     lock.unlock();
-    waiter(o, intake);
+    waiter(o, arrival);
     return true;
   }
   e.waiters.push_back(std::move(waiter));
@@ -192,7 +194,7 @@ std::optional<std::string> JobRecords::find_json(JobId id) {
     if (it == entries_.end()) return std::nullopt;
     const Entry& found = it->second;
     e.kind = found.kind;
-    e.intake = found.intake;
+    e.arrival = found.arrival;
     if (found.outcome) {
       e.outcome = found.outcome;
     } else {
@@ -201,12 +203,13 @@ std::optional<std::string> JobRecords::find_json(JobId id) {
       e.interest = found.interest;
     }
   }
-  if (e.outcome) return record_json(id, e.kind, &*e.outcome, {}, now, e.intake);
+  if (e.outcome) return record_json(id, e.kind, &*e.outcome, {}, now, e.arrival);
   // The outcome may be published but not yet recorded here; the handle has it then.
-  if (auto o = e.handle.outcome()) return record_json(id, e.kind, &*o, {}, now, e.intake);
+  if (auto o = e.handle.outcome()) return record_json(id, e.kind, &*o, {}, now, e.arrival);
   const JobProgress progress = e.handle.progress();
   now = Clock::now();  // after the progress: a job that started meanwhile has run 0 ms, not less
-  return record_json(id, e.kind, nullptr, progress, now, e.intake, e.cancel_requested, e.interest);
+  return record_json(id, e.kind, nullptr, progress, now, e.arrival, e.cancel_requested,
+                     e.interest);
 }
 
 void JobRecords::cancel(JobId id) {

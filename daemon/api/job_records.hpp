@@ -3,12 +3,14 @@
 //
 //   {"id": 7, "kind": "sleep", "state": "completed", "reason": "ok", "cause"?: "caller",
 //    "result"?: <JSON>, "error"?: "...",
-//    "timings": {"intake_ms": 0, "budget_ms": 995, "queue_ms": 0, "run_ms": 50,
+//    "timings": {"intake_ms": 0, "budget_ms": 1000, "queue_ms": 0, "run_ms": 50,
 //                "remaining_ms": 944}}
 //
-// intake_ms is the time from the request's first byte until its job was submitted (reading the
-// request and parsing it); budget_ms what the job had left of its budget at admission, after
-// the intake and the reserve kept back for the answer (budget.reserve_ms).
+// budget_ms is the request's budget (defaulted, clamped), counted from its first byte;
+// intake_ms the time from that byte until its job was submitted (reading and parsing the
+// request); remaining_ms the time from the job's end to its deadline, which keeps the reserve
+// (budget.reserve_ms) back for the answer. So budget_ms - reserve = intake_ms + queue_ms +
+// run_ms + remaining_ms, to the rounding of whole milliseconds.
 //
 // A live job has state "queued" or "running" (then "worker": the index of the worker thread that
 // runs it), reason null, "waiters": the clients waiting for its answer (and "cause": "caller" once a DELETE asked to cancel it). Terminal records are kept for
@@ -41,20 +43,26 @@ namespace sandglass::daemon {
 // completed). Keys are forgotten with their job's record.
 //
 // The record's JSON. `outcome` empty: a live job described by `progress` at `now`.
+// How a job's request arrived: what the record says besides the runtime's outcome.
+struct Arrival {
+  Duration intake{};               // from the request's first byte until the job was submitted
+  std::optional<Duration> budget;  // the request's budget; empty: the runtime's granted budget
+};
+
 std::string record_json(JobId id, const std::string& kind, const Outcome* outcome,
-                        const JobProgress& progress, TimePoint now, Duration intake = {},
+                        const JobProgress& progress, TimePoint now, const Arrival& arrival = {},
                         CancelCause requested = CancelCause::none, std::size_t waiters = 0);
 
 class JobRecords {
  public:
   explicit JobRecords(RecordRetention retention) : retention_{retention} {}
 
-  // Gets the job's outcome and its intake (see add).
-  using Waiter = std::function<void(const Outcome&, Duration intake)>;
+  // Gets the job's outcome and how its request arrived (see add).
+  using Waiter = std::function<void(const Outcome&, const Arrival&)>;
 
-  // Remembers a submitted job (with its outcome, if it has one already); `intake` is the time
-  // from its request's first byte until it was submitted.
-  void add(const JobHandle& handle, const std::string& kind, Duration intake = {});
+  // Remembers a submitted job (with its outcome, if it has one already) and how its request
+  // arrived.
+  void add(const JobHandle& handle, const std::string& kind, Arrival arrival = {});
   // Stores a job's terminal outcome, its retention starts now, and calls the job's waiters
   // (outside the lock). Idempotent.
   void finish(const Outcome& outcome);
@@ -98,7 +106,7 @@ class JobRecords {
     std::vector<Waiter> waiters;
     std::size_t interest = 0;  // waiters still connected
     std::string key;           // its idempotency key, if any
-    Duration intake{};         // request's first byte to submission
+    Arrival arrival;
   };
   struct KeyBinding {
     JobId id;
@@ -111,7 +119,7 @@ class JobRecords {
   };
   struct ToCall {
     std::vector<Waiter> waiters;
-    Duration intake{};
+    Arrival arrival;
   };
   // Requires mu_. Returns the waiters to call (outside the lock).
   ToCall record_outcome(const Outcome& outcome, TimePoint now);

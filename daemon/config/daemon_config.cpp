@@ -105,6 +105,7 @@ DaemonConfig parse_config(std::string_view toml_text, std::string_view source) {
 }
 
 DaemonConfig load_config_file(const std::string& path) {
+  using config::quote_string;
   // An ifstream opens a directory without complaint and then reads nothing.
   std::error_code ignored;
   if (std::filesystem::is_directory(path, ignored)) {

@@ -185,20 +185,33 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void read_body() {
-    // A job request whose budget runs out before its body is read is answered then.
+    // A job request whose budget runs out before its body is read is answered then: the timer
+    // cancels the read (a stream timeout would close the socket, and the answer with it).
     if (budget_spent_at_) {
-      stream_.expires_at(std::min(saturating_add(arrived_at_, server_.limits_.read_timeout),
-                                  *budget_spent_at_));
+      budget_timer_.expires_at(*budget_spent_at_);
+      budget_timer_.async_wait([self = shared_from_this()](error_code ec) {
+        if (ec || !self->reading_body_) return;
+        self->budget_spent_ = true;
+        error_code ignored;
+        self->stream_.socket().cancel(ignored);
+      });
     }
+    reading_body_ = true;
     http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](error_code ec, std::size_t) { self->on_request(ec); });
+                     [self = shared_from_this()](error_code ec, std::size_t) {
+                       self->reading_body_ = false;
+                       self->budget_timer_.cancel();
+                       self->on_request(ec);
+                     });
   }
 
   void on_read_error(error_code ec) {
-    if (ec == beast::error::timeout && budget_spent_at_ && Clock::now() >= *budget_spent_at_) {
+    if (budget_spent_) {
+      budget_spent_ = false;
       if (auto answer = server_.api_.intake(head_, Clock::now()).answer) {
         return answer_and_close(std::move(*answer));
       }
+      return close();
     }
     if (auto answer = answer_to_read_error(ec)) return answer_and_close(std::move(*answer));
     close();
@@ -333,6 +346,9 @@ class Session : public std::enable_shared_from_this<Session> {
   TimePoint arrived_at_{};  // when the current request's first bytes were read
   HttpRequest head_;        // its method, target and headers, once read
   std::optional<TimePoint> budget_spent_at_;  // a job request: when its budget is spent
+  asio::steady_timer budget_timer_{stream_.get_executor()};  // fires at budget_spent_at_
+  bool reading_body_ = false;
+  bool budget_spent_ = false;  // the timer cancelled the body's read
   std::optional<Response> response_;
   Api::ClientGone client_gone_;  // tells the API when the client leaves while it waits
   std::string request_line_;     // "METHOD /path" for the debug log; empty below debug level

@@ -11,6 +11,7 @@
 
 using namespace std::chrono_literals;
 using sandglass::Outcome;
+using sandglass::daemon::Arrival;
 using sandglass::daemon::JobRecords;
 
 namespace {
@@ -47,7 +48,7 @@ TEST_SUITE("job records") {
     CHECK(t.at("intake_ms").as_int64() == 0);  // finished without add(): no intake known
   }
 
-  TEST_CASE("the intake given to add is in the record and reaches every waiter" *
+  TEST_CASE("the arrival given to add is in the record and reaches every waiter" *
             doctest::timeout(10)) {
     JobRecords records{{}};  // outlives the runtime, whose outcome callback uses it
     sandglass::Runtime rt{{.workers = 1}};
@@ -59,17 +60,19 @@ TEST_SUITE("job records") {
                            release.wait();
                          },
                          [&records](const Outcome& o) { records.finish(o); });
-    records.add(job, "wait", 42ms);
+    records.add(job, "wait", {.intake = 42ms, .budget = 900ms});
     started.wait();
     const auto live = boost::json::parse(*records.find_json(job.id())).as_object();
     CHECK(live.at("timings").as_object().at("intake_ms").as_int64() == 42);
+    CHECK(live.at("timings").as_object().at("budget_ms").as_int64() == 900);
     std::vector<sandglass::Duration> told;
     std::mutex told_mu;
     std::latch told_twice{2};
-    const auto waiter = [&](const Outcome&, sandglass::Duration intake) {
+    const auto waiter = [&](const Outcome&, const Arrival& arrival) {
       {
         const std::lock_guard lock{told_mu};
-        told.push_back(intake);
+        told.push_back(arrival.intake);
+        told.push_back(arrival.budget.value_or(sandglass::Duration::zero()));
       }
       told_twice.count_down();
     };
@@ -79,9 +82,10 @@ TEST_SUITE("job records") {
     REQUIRE(records.wait(job.id(), waiter));  // called at once, or from finish if it is still to come
     told_twice.wait();
     const std::lock_guard lock{told_mu};
-    CHECK(told == std::vector<sandglass::Duration>{42ms, 42ms});
+    CHECK(told == std::vector<sandglass::Duration>{42ms, 900ms, 42ms, 900ms});
     const auto r = boost::json::parse(*records.find_json(job.id())).as_object();
     CHECK(r.at("timings").as_object().at("intake_ms").as_int64() == 42);
+    CHECK(r.at("timings").as_object().at("budget_ms").as_int64() == 900);
   }
 
   TEST_CASE("a result that is not JSON is kept as a string") {
