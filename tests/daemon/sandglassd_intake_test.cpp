@@ -171,7 +171,9 @@ TEST_SUITE("sandglassd lingering close") {
       expected = 413;
     }
     SUBCASE("401: no bearer token") {
-      args = {"--auth-token-file", token.path()};
+      // A body limit above the body: the token is what refuses it.
+      args = {"--auth-token-file", token.path(), "--config",
+              write_temp_file("large.toml", "[server]\nmax_body_bytes = 33554432\n")};
       expected = 401;
     }
     DaemonProcess d{args};

@@ -50,7 +50,7 @@ struct OneRunningOneQueued {
   Connection queued;
 };
 
-// The numbers of the drain summary line, "stopped: submitted=5 completed=3 failed=0 ...".
+// The drain summary line, "stopped: submitted=5 completed=3 failed=0 ...".
 std::string stopped_line(const std::string& log) {
   const auto at = log.rfind("stopped: ");
   if (at == std::string::npos) return {};
@@ -107,7 +107,9 @@ TEST_SUITE("sandglassd drain") {
     CHECK(a->status == 200);
     CHECK(b->status == 200);
     CHECK(d.wait_exit(std::chrono::seconds{20}) == 0);
-    CHECK(d.log().find("stopped: submitted=3 completed=2") != std::string::npos);
+    CHECK(stopped_line(d.log()) ==
+          "stopped: submitted=3 completed=2 failed=0 rejected=1 expired=0 cancelled=0 "
+          "drained_in_time=true");
   }
 
   TEST_CASE("jobs still running at the drain timeout are cancelled with cause shutdown" *
@@ -127,6 +129,9 @@ TEST_SUITE("sandglassd drain") {
     CHECK(json_of(*b).at("reason").as_string() == "cancelled_in_queue");
     CHECK(json_of(*b).at("cause").as_string() == "shutdown");
     CHECK(d.wait_exit(std::chrono::seconds{20}) == 0);
+    CHECK(stopped_line(d.log()) ==
+          "stopped: submitted=2 completed=0 failed=0 rejected=0 expired=0 cancelled=2 "
+          "drained_in_time=false");
   }
 }
 

@@ -1,6 +1,6 @@
 #include "daemon/http/http_server.hpp"
 
-#include "http_client.hpp"
+#include "daemon_test_support.hpp"
 
 #include <doctest/doctest.h>
 
@@ -51,6 +51,7 @@ TEST_SUITE("HttpServer") {
     Served s;
     Connection c{s.server.port()};
     c.send("GET /healthz HTTP/1.1\r\n");  // half a request: the server owes it an answer
+    REQUIRE(eventually([&] { return s.server.connections() == 1; }));  // accepted
     CHECK_FALSE(s.server.wait_answered_until(Clock::now() + 20ms));
 
     s.server.stop_accepting();
