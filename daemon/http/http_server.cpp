@@ -171,7 +171,7 @@ class Session : public std::enable_shared_from_this<Session> {
     // request whose budget was spent in our buffers, closes the connection.
     head_ = head_of(parser_->get(), arrived_at_);
     Api::Intake intake = server_.api_.intake(head_, Clock::now());
-    if (intake.answer) return answer_and_close(std::move(*intake.answer));
+    if (intake.answer) return answer_head_and_close(std::move(*intake.answer));
     budget_spent_at_ = intake.budget_spent_at;
     if (expects_continue(*parser_)) {
       asio::async_write(stream_, asio::buffer(kContinue.data(), kContinue.size()),
@@ -209,7 +209,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (budget_spent_) {
       budget_spent_ = false;
       if (auto answer = server_.api_.intake(head_, Clock::now()).answer) {
-        return answer_and_close(std::move(*answer));
+        return answer_head_and_close(std::move(*answer));
       }
       return close();
     }
@@ -304,6 +304,14 @@ class Session : public std::enable_shared_from_this<Session> {
   // For errors found while reading: one answer, then the connection closes.
   void answer_and_close(HttpResponse r) {
     request_line_.clear();  // the request was not read whole
+    close_after_write_ = true;
+    write_answer(std::move(r));
+  }
+
+  // The same for an answer decided by the header section (Api::intake): the debug log names
+  // the request's method and path.
+  void answer_head_and_close(HttpResponse r) {
+    log_request_line(parser_->get());
     close_after_write_ = true;
     write_answer(std::move(r));
   }
