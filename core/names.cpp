@@ -28,11 +28,30 @@ constexpr std::array<std::string_view, kReasonCount> kReasonNames = {
     "breaker_open",
 };
 
+// The state of each reason: the table in outcome.hpp.
+constexpr std::array<State, kReasonCount> kStateOfReason = {
+    State::completed,  // ok
+    State::completed,  // completed_after_cancel
+    State::failed,     // handler_error
+    State::rejected,   // shutting_down
+    State::rejected,   // budget_too_small
+    State::rejected,   // deadline_implausible
+    State::rejected,   // queue_full
+    State::rejected,   // shed
+    State::expired,    // expired_in_queue
+    State::expired,    // too_late_to_start
+    State::cancelled,  // cancelled_in_queue
+    State::cancelled,  // cancelled_while_running
+    State::failed,     // deadline_exceeded_before_dispatch
+    State::failed,     // retry_skipped_budget
+    State::failed,     // breaker_open
+};
+
 constexpr std::array<std::string_view, 5> kCauseNames = {"none", "caller", "deadline", "upstream",
                                                          "shutdown"};
 constexpr std::array<std::string_view, kPriorityCount> kPriorityNames = {"critical", "high",
                                                                          "normal", "sheddable"};
-constexpr std::array<std::string_view, 5> kStateNames = {"completed", "failed", "rejected",
+constexpr std::array<std::string_view, kStateCount> kStateNames = {"completed", "failed", "rejected",
                                                          "expired", "cancelled"};
 
 template <typename Enum, std::size_t N>
@@ -70,5 +89,10 @@ std::optional<Priority> priority_from_string(std::string_view name) noexcept {
 }
 
 std::string_view to_string(State state) noexcept { return name_of(kStateNames, state); }
+
+State state_of(Reason reason) noexcept {
+  const auto index = static_cast<std::size_t>(reason);
+  return index < kStateOfReason.size() ? kStateOfReason[index] : State::failed;
+}
 
 }  // namespace sandglass

@@ -104,10 +104,7 @@ class Daemon::Impl {
     runtime_.shutdown_until(drain_deadline);
     const bool in_time = !drain_deadline.expired();
     server_.stop_accepting();
-    const Deadline answers_deadline = Deadline::after(config_.limits.write_timeout);
-    while (server_.connections() > 0 && !answers_deadline.expired()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds{1});
-    }
+    server_.wait_answered_until(Deadline::after(config_.limits.write_timeout).time_point());
     server_.stop();
     summary_ = {.stats = runtime_.stats(), .drained_in_time = in_time};
   }

@@ -7,10 +7,55 @@
 
 #include <spdlog/spdlog.h>
 
+#include <array>
+#include <cerrno>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <pthread.h>
+#include <sys/resource.h>
+
+namespace {
+
+// Each connection is a descriptor, and the default server.max_connections (1024) equals the
+// usual soft limit of open files: raise the soft limit to the hard one, as far as it allows.
+void raise_open_files_limit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  if (limit.rlim_cur >= limit.rlim_max) {
+    spdlog::info("open files limit: {}", limit.rlim_cur);
+    return;
+  }
+  const rlim_t was = limit.rlim_cur;
+  limit.rlim_cur = limit.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    spdlog::warn("cannot raise the open files limit from {} to {}: {}", was, limit.rlim_max,
+                 std::strerror(errno));
+    return;
+  }
+  spdlog::info("raised the open files limit from {} to {}", was, limit.rlim_cur);
+}
+
+// "stopped: submitted=... completed=... failed=... rejected=... expired=... cancelled=...",
+// each outcome counted under its state (state_of: the one table in outcome.hpp).
+void log_drain_summary(const sandglass::daemon::DrainSummary& s) {
+  std::array<std::uint64_t, sandglass::kStateCount> by_state{};
+  for (std::size_t i = 0; i < sandglass::kReasonCount; ++i) {
+    const auto reason = static_cast<sandglass::Reason>(i);
+    by_state[static_cast<std::size_t>(sandglass::state_of(reason))] += s.stats.count(reason);
+  }
+  using sandglass::State;
+  const auto count = [&](State state) { return by_state[static_cast<std::size_t>(state)]; };
+  spdlog::info(
+      "stopped: submitted={} completed={} failed={} rejected={} expired={} cancelled={} "
+      "drained_in_time={}",
+      s.stats.submitted, count(State::completed), count(State::failed), count(State::rejected),
+      count(State::expired), count(State::cancelled), s.drained_in_time);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace sandglass::daemon;
@@ -26,6 +71,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   setup_logging(cl.config.log_level, cl.config.log_format);
+  raise_open_files_limit();
 
   // Signals are taken by sigwait below, never by a handler: block them before any thread
   // starts, so every thread inherits the mask. Writes to a closed pipe fail with EPIPE instead.
@@ -49,20 +95,7 @@ int main(int argc, char** argv) {
     spdlog::info("received {}: draining for up to {} ms", signal == SIGTERM ? "SIGTERM" : "SIGINT",
                  cl.config.drain_timeout.count());
     daemon.request_stop();
-    const DrainSummary s = daemon.wait();
-    using sandglass::Reason;
-    const auto& st = s.stats;
-    spdlog::info(
-        "stopped: submitted={} completed={} failed={} rejected={} expired={} cancelled={} "
-        "drained_in_time={}",
-        st.submitted, st.count(Reason::ok) + st.count(Reason::completed_after_cancel),
-        st.count(Reason::handler_error),
-        st.count(Reason::shutting_down) + st.count(Reason::budget_too_small) +
-            st.count(Reason::deadline_implausible) + st.count(Reason::queue_full) +
-            st.count(Reason::shed),
-        st.count(Reason::expired_in_queue) + st.count(Reason::too_late_to_start),
-        st.count(Reason::cancelled_in_queue) + st.count(Reason::cancelled_while_running),
-        s.drained_in_time);
+    log_drain_summary(daemon.wait());
   } catch (const ConfigError& e) {
     spdlog::critical("invalid configuration: {}", e.what());
     return 2;

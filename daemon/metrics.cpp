@@ -33,7 +33,6 @@ constexpr std::array<double, 20> kSecondsBuckets = {
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
     0.25,   0.5,     1,      2.5,   5,      10,    25,   50,    100,  300};
 
-constexpr std::size_t kStateCount = static_cast<std::size_t>(State::cancelled) + 1;
 constexpr std::size_t kCauseCount = static_cast<std::size_t>(CancelCause::shutdown) + 1;
 // Statuses 100-599 have a slot each; slot 0 is for anything else.
 constexpr std::size_t kStatusSlots = 600;
@@ -101,10 +100,8 @@ struct DaemonMetrics::Families {
     }
 
     std::array<CounterSlot, kPriorityCount + 1> submitted;
-    // Indexed by priority, state, reason.
-    std::array<std::array<std::array<CounterSlot, kReasonCount + 1>, kStateCount + 1>,
-               kPriorityCount + 1>
-        jobs;
+    // Indexed by priority and reason (a reason has one state: state_of).
+    std::array<std::array<CounterSlot, kReasonCount + 1>, kPriorityCount + 1> jobs;
     std::array<CounterSlot, kReasonCount + 1> rejections;
     std::array<CounterSlot, kCauseCount + 1> cancellations;
     Counter& completed_after_cancel;
@@ -225,26 +222,27 @@ void DaemonMetrics::job_submitted(std::string_view kind, Priority priority) {
 void DaemonMetrics::job_finished(const Outcome& outcome, Priority priority) {
   Families& f = *families_;
   Families::Kind& k = f.kind(outcome.kind);
-  const std::string_view state = to_string(outcome.state);
+  // Grouped by the one table of states (outcome.hpp), as the drain summary and the HTTP
+  // status table group them.
+  const State state = state_of(outcome.reason);
   const std::string_view reason = to_string(outcome.reason);
 
-  k.jobs[slot_of<kPriorityCount>(priority)][slot_of<kStateCount>(outcome.state)]
-        [slot_of<kReasonCount>(outcome.reason)]
+  k.jobs[slot_of<kPriorityCount>(priority)][slot_of<kReasonCount>(outcome.reason)]
       .get(f.jobs,
            [&] {
              return Labels{{"kind", outcome.kind},
                            {"priority", std::string{to_string(priority)}},
-                           {"state", std::string{state}},
+                           {"state", std::string{to_string(state)}},
                            {"reason", std::string{reason}}};
            })
       .Increment();
-  if (outcome.state == State::rejected) {
+  if (state == State::rejected) {
     k.rejections[slot_of<kReasonCount>(outcome.reason)]
         .get(f.rejections,
              [&] { return Labels{{"kind", outcome.kind}, {"reason", std::string{reason}}}; })
         .Increment();
   }
-  if (outcome.state == State::cancelled) {
+  if (state == State::cancelled) {
     k.cancellations[slot_of<kCauseCount>(outcome.cause)]
         .get(f.cancellations,
              [&] {
@@ -257,7 +255,7 @@ void DaemonMetrics::job_finished(const Outcome& outcome, Priority priority) {
 
   const Timings& t = outcome.timings;
   // A shed job was admitted and waited before a job of a higher class pushed it out.
-  if (outcome.state != State::rejected || outcome.reason == Reason::shed) {
+  if (state != State::rejected || outcome.reason == Reason::shed) {
     k.budget_granted.Observe(seconds(t.budget));
     k.queue_wait.Observe(seconds(t.queue_wait));
   }

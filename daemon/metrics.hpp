@@ -11,8 +11,8 @@
 // cause, and the HTTP status code. Never a deadline, an id or a key.
 //
 //   sandglass_jobs_submitted_total{kind,priority}            counter
-//   sandglass_jobs_total{kind,priority,state,reason}         counter, one per terminal outcome
-//                                                            (expired jobs: state="expired")
+//   sandglass_jobs_total{kind,priority,state,reason}         counter, one per terminal outcome;
+//                                                            state is state_of(reason) (outcome.hpp)
 //   sandglass_rejections_total{kind,reason}                  counter, state rejected
 //   sandglass_cancellations_total{kind,cause}                counter, state cancelled
 //   sandglass_completed_after_cancel_total{kind}             counter
@@ -56,7 +56,8 @@ class DaemonMetrics {
   // kinds (requests for other kinds are answered 400 before this): it becomes a label value.
   void job_submitted(std::string_view kind, Priority priority);
   // A job's terminal outcome (exactly once per submitted job); `priority` is the one it was
-  // submitted with. Admitted jobs (not rejected, or shed after admission) are observed in the
+  // submitted with. Outcomes are grouped by `state_of(outcome.reason)`. Admitted jobs (not
+  // rejected, or shed after admission) are observed in the
   // budget and queue-wait histograms; started jobs (`Outcome::started()`) in the dispatch and
   // run-time histograms. A job that started after its deadline is observed with zero remaining.
   void job_finished(const Outcome& outcome, Priority priority);

@@ -8,7 +8,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <optional>
 #include <string>
 #include <utility>
@@ -69,28 +71,64 @@ HttpResponse error_response(unsigned status, std::string_view message, std::stri
   return {.status = status, .body = json_text(body)};
 }
 
-HttpResponse outcome_response(const Outcome& outcome) {
+HttpResponse outcome_response(const Outcome& outcome, const Arrival& arrival) {
   const HttpStatus s = http_status_of(outcome);
-  HttpResponse r{.status = s.code, .body = record_json(outcome.id, outcome.kind, &outcome, {}, {})};
+  HttpResponse r{.status = s.code,
+                 .body = record_json(outcome.id, outcome.kind, &outcome, {}, {}, arrival)};
   if (s.retry_after) r.headers.emplace_back("Retry-After", "1");
   return r;
+}
+
+Api::Intake Api::intake(const HttpRequest& head, TimePoint now) const {
+  const std::string_view path = split_target(head.target).path;
+  if (!is_open_path(path)) {
+    if (const auto verdict = auth_.check(head); verdict != BearerAuth::Verdict::allowed) {
+      return {.answer = unauthorized(verdict)};
+    }
+  }
+  if (path != kJobsPath || head.method != "POST") return {};
+  // The most budget the request can have: what its headers name (its body may only lower it),
+  // or else the largest the policy grants.
+  const BudgetPolicy& policy = runtime_.options().budget;
+  const auto named = header_budget(head);
+  const Duration most = named ? std::min(*named, policy.max_budget) : policy.max_budget;
+  // Admission refuses a deadline with less than min_useful left (budget_too_small); the
+  // deadline is arrival + budget - reserve. A budget too small on its face is left to admission,
+  // which records the job and counts it by kind.
+  const Duration kept_back = policy.reserve + policy.min_useful;
+  if (most < kept_back) return {};
+  const TimePoint arrived = head.arrived_at.value_or(now);
+  const TimePoint spent_at = saturating_add(arrived, most - kept_back);
+  if (now < spent_at) return {.budget_spent_at = spent_at};
+  const HttpStatus status = http_status_of(Reason::budget_too_small);
+  const auto ms = [](Duration d) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+  };
+  boost::json::object body{
+      {"state", to_string(state_of(Reason::budget_too_small))},
+      {"reason", to_string(Reason::budget_too_small)},
+      {"error", "the request's budget (at most " + std::to_string(ms(most)) +
+                    " ms) was spent before the daemon had read it, " +
+                    std::to_string(ms(now - arrived)) + " ms after its first byte"},
+      {"timings", {{"intake_ms", ms(now - arrived)}, {"budget_ms", ms(most)}}}};
+  return {.answer = HttpResponse{.status = status.code, .body = json_text(body)},
+          .budget_spent_at = spent_at};
 }
 
 Api::ClientGone Api::handle(const HttpRequest& request, Respond respond) {
   const std::string_view path = split_target(request.target).path;
   const std::string_view method = request.method;
-  if (!is_open_path(path)) {
-    if (const auto verdict = auth_.check(request); verdict != BearerAuth::Verdict::allowed) {
-      respond(unauthorized(verdict));
-      return {};
-    }
+  const TimePoint now = Clock::now();
+  if (Intake in = intake(request, now); in.answer) {
+    respond(std::move(*in.answer));
+    return {};
   }
   if (path == kJobsPath) {
     if (method != "POST") {
       respond(method_not_allowed("POST"));
       return {};
     }
-    return submit(request, respond);
+    return submit(request, request.arrived_at.value_or(now), respond);
   }
   HttpResponse r;
   if (path.starts_with(kJobPathPrefix)) {
@@ -123,7 +161,7 @@ Api::ClientGone Api::handle(const HttpRequest& request, Respond respond) {
   return {};
 }
 
-Api::ClientGone Api::submit(const HttpRequest& request, Respond& respond) {
+Api::ClientGone Api::submit(const HttpRequest& request, TimePoint arrived_at, Respond& respond) {
   auto parsed = parse_job_request(request, config_.limits.max_json_depth);
   if (auto* e = std::get_if<RequestError>(&parsed)) {
     respond(error_response(kStatusBadRequest, e->message, e->field));
@@ -148,7 +186,13 @@ Api::ClientGone Api::submit(const HttpRequest& request, Respond& respond) {
   }
 
   auto submit_job = [&]() -> JobId {
-    JobSpec spec{.kind = req.kind, .priority = req.priority, .budget = req.budget,
+    // The budget counts from the request's first byte, and the handler's deadline keeps the
+    // reserve back for the answer. (The runtime grants what is left of it at submission, or
+    // rejects it as budget_too_small.)
+    const BudgetPolicy& policy = runtime_.options().budget;
+    const Duration budget = policy.grant(req.budget).budget;
+    JobSpec spec{.kind = req.kind, .priority = req.priority,
+                 .deadline = Deadline::after(budget - std::min(budget, policy.reserve), arrived_at),
                  .idempotency_key = req.idempotency_key};
     metrics_.job_submitted(spec.kind, spec.priority);
     auto on_outcome = [this, priority = spec.priority](const Outcome& o) {
@@ -157,8 +201,9 @@ Api::ClientGone Api::submit(const HttpRequest& request, Respond& respond) {
       metrics_.job_finished(o, priority);
       records_.finish(o);  // answers the waiting clients
     };
+    const Duration intake = Clock::now() - arrived_at;
     const JobHandle job = runtime_.submit(std::move(spec), std::move(handler), std::move(on_outcome));
-    records_.add(job, req.kind);
+    records_.add(job, req.kind, {.intake = intake, .budget = budget});
     return job.id();
   };
   JobId id = 0;
@@ -180,7 +225,10 @@ Api::ClientGone Api::submit(const HttpRequest& request, Respond& respond) {
 
   if (req.wait) {
     const Respond unanswered = respond;
-    if (!records_.wait(id, [respond = std::move(respond)](const Outcome& o) { respond(outcome_response(o)); })) {
+    const auto answer = [respond = std::move(respond)](const Outcome& o, const Arrival& arrival) {
+      respond(outcome_response(o, arrival));
+    };
+    if (!records_.wait(id, answer)) {
       // Only when records are kept for so short a time that this one went before it was read.
       unanswered(error_response(500, "the job's record was forgotten before its answer; raise records.keep_ms or records.max_count", "id"));
       return {};
@@ -190,7 +238,9 @@ Api::ClientGone Api::submit(const HttpRequest& request, Respond& respond) {
   // Rejected at admission, or an earlier job with this key that is over: say so at once. (A
   // new job that was quick enough to be over already still gets its 202.)
   if (auto o = records_.outcome(id); o && (attached || o->state == State::rejected)) {
-    respond(outcome_response(*o));
+    HttpResponse r = outcome_response(*o);
+    if (auto record = records_.find_json(id)) r.body = std::move(*record);  // with its arrival
+    respond(std::move(r));
     return {};
   }
   HttpResponse r{.status = kStatusAccepted, .body = json_text({{"id", id}, {"state", "queued"}})};

@@ -5,7 +5,15 @@
 //   GET    /metrics        Prometheus text format    GET /healthz, GET /readyz
 //
 // With a bearer token configured (server.auth_token_file), every path but /metrics, /healthz and
-// /readyz answers 401 unless the request carries it; this is checked before anything else.
+// /readyz answers 401 unless the request carries it; this is checked before anything else, as
+// soon as the header section is read (see `intake`).
+//
+// Time: a job's budget counts from its request's first byte (`HttpRequest::arrived_at`), and
+// the handler's deadline keeps `budget.reserve_ms` back for the answer: deadline = arrival +
+// budget - reserve. A job request whose budget is spent before it is read whole is answered 504
+// (rejected, budget_too_small) without parsing its body; it never becomes a job (no id, no
+// record, no job metrics). A budget too small on its face (below reserve + min_useful) is
+// rejected by admission as before, with a record.
 //
 // Thread safety: `handle` may be called concurrently from any number of I/O threads.
 #pragma once
@@ -21,6 +29,7 @@
 
 #include <atomic>
 #include <functional>
+#include <optional>
 
 namespace sandglass::daemon {
 
@@ -37,6 +46,17 @@ class Api {
   // What the server calls when the client goes away before its answer.
   using ClientGone = std::function<void()>;
 
+  // What the header section alone decides (`head` has no body yet).
+  struct Intake {
+    // Answer this at once and close: 401 without the bearer token, or 504 for a job request
+    // whose budget (at most what its headers name) was spent at `now`.
+    std::optional<HttpResponse> answer;
+    // For a job request: when its budget, at most what its headers name, will be spent. The
+    // server answers then (calling `intake` again) if the body is still not read.
+    std::optional<TimePoint> budget_spent_at;
+  };
+  Intake intake(const HttpRequest& head, TimePoint now) const;
+
   // Answers `request` by calling `respond` exactly once: before returning, or later from a
   // worker thread when the request waits for a job's outcome. In that case it returns what to
   // call if the client goes away first (its job is cancelled, cause caller, once no other
@@ -44,7 +64,7 @@ class Api {
   ClientGone handle(const HttpRequest& request, Respond respond);
 
  private:
-  ClientGone submit(const HttpRequest& request, Respond& respond);
+  ClientGone submit(const HttpRequest& request, TimePoint arrived_at, Respond& respond);
   HttpResponse job_record(std::uint64_t id);
   HttpResponse cancel_job(std::uint64_t id);
   HttpResponse metrics();
@@ -61,6 +81,6 @@ class Api {
 // A JSON error answer: {"error": message, "field": field} (no "field" when empty).
 HttpResponse error_response(unsigned status, std::string_view message, std::string_view field = {});
 // The answer for a job that has its outcome: the status table and the record.
-HttpResponse outcome_response(const Outcome& outcome);
+HttpResponse outcome_response(const Outcome& outcome, const Arrival& arrival = {});
 
 }  // namespace sandglass::daemon

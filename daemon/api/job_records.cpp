@@ -22,8 +22,10 @@ boost::json::value result_value(const std::string& result) {
   return v;
 }
 
-boost::json::object timings_json(Duration budget, Duration queue, Duration run, Duration remaining) {
-  return {{"budget_ms", whole_ms(budget)},
+boost::json::object timings_json(Duration intake, Duration budget, Duration queue, Duration run,
+                                 Duration remaining) {
+  return {{"intake_ms", whole_ms(intake)},
+          {"budget_ms", whole_ms(budget)},
           {"queue_ms", whole_ms(queue)},
           {"run_ms", whole_ms(run)},
           {"remaining_ms", whole_ms(remaining)}};
@@ -32,8 +34,8 @@ boost::json::object timings_json(Duration budget, Duration queue, Duration run, 
 }  // namespace
 
 std::string record_json(JobId id, const std::string& kind, const Outcome* outcome,
-                        const JobProgress& progress, TimePoint now, CancelCause requested,
-                        std::size_t waiters) {
+                        const JobProgress& progress, TimePoint now, const Arrival& arrival,
+                        CancelCause requested, std::size_t waiters) {
   boost::json::object r;
   r["id"] = id;
   r["kind"] = kind;
@@ -45,7 +47,8 @@ std::string record_json(JobId id, const std::string& kind, const Outcome* outcom
     if (requested != CancelCause::none) r["cause"] = to_string(requested);
     r["waiters"] = waiters;
     if (running) r["worker"] = progress.worker;
-    r["timings"] = timings_json(progress.budget, start - progress.enqueued_at, now - start,
+    r["timings"] = timings_json(arrival.intake, arrival.budget.value_or(progress.budget),
+                                start - progress.enqueued_at, now - start,
                                 progress.deadline.slack(now));
     return boost::json::serialize(r);
   }
@@ -56,13 +59,16 @@ std::string record_json(JobId id, const std::string& kind, const Outcome* outcom
   if (!o.result.empty()) r["result"] = result_value(o.result);
   if (!o.error.empty()) r["error"] = o.error;
   const Timings& t = o.timings;
-  r["timings"] = timings_json(t.budget, t.queue_wait, t.run_time, t.remaining_at_end);
+  r["timings"] = timings_json(arrival.intake, arrival.budget.value_or(t.budget), t.queue_wait,
+                              t.run_time, t.remaining_at_end);
   return boost::json::serialize(r);
 }
 
-void JobRecords::add(const JobHandle& handle, const std::string& kind) {
+void JobRecords::add(const JobHandle& handle, const std::string& kind, Arrival arrival) {
   const TimePoint now = Clock::now();
   std::lock_guard lock{mu_};
+  // finish() may have been first (it creates the entry); the arrival is the submitter's to say.
+  entries_[handle.id()].arrival = arrival;
   if (auto o = handle.outcome()) {
     // Over already (a rejection is published inside submit): record it now, so that the
     // record exists when the id is answered. finish() may have been first; it is idempotent.
@@ -70,20 +76,23 @@ void JobRecords::add(const JobHandle& handle, const std::string& kind) {
     record_outcome(*o, now);
     return;
   }
-  entries_.try_emplace(handle.id(), Entry{.handle = handle, .kind = kind});
+  Entry& e = entries_[handle.id()];
+  if (e.outcome) return;
+  e.handle = handle;
+  e.kind = kind;
 }
 
 void JobRecords::finish(const Outcome& outcome) {
   const TimePoint now = Clock::now();
-  std::vector<Waiter> waiters;
+  ToCall to_call;
   {
     std::lock_guard lock{mu_};
-    waiters = record_outcome(outcome, now);
+    to_call = record_outcome(outcome, now);
   }
-  for (Waiter& w : waiters) w(outcome);
+  for (Waiter& w : to_call.waiters) w(outcome, to_call.arrival);
 }
 
-std::vector<JobRecords::Waiter> JobRecords::record_outcome(const Outcome& outcome, TimePoint now) {
+JobRecords::ToCall JobRecords::record_outcome(const Outcome& outcome, TimePoint now) {
   Entry& e = entries_[outcome.id];
   if (e.outcome) return {};
   const std::size_t bytes = outcome.result.size() + outcome.error.size();
@@ -91,11 +100,11 @@ std::vector<JobRecords::Waiter> JobRecords::record_outcome(const Outcome& outcom
   e.outcome = outcome;
   e.handle = {};  // the job is over; its record no longer needs it
   e.interest = 0;
-  std::vector<Waiter> waiters = std::move(e.waiters);
+  ToCall to_call{.waiters = std::move(e.waiters), .arrival = e.arrival};
   finished_.push_back({now, outcome.id, bytes});
   finished_bytes_ += bytes;
   forget_old(now);
-  return waiters;
+  return to_call;
 }
 
 void JobRecords::forget_old(TimePoint now) {
@@ -123,8 +132,9 @@ bool JobRecords::wait(JobId id, Waiter waiter) {
   Entry& e = it->second;
   if (e.outcome) {
     const Outcome o = *e.outcome;
+    const Arrival arrival = e.arrival;
     lock.unlock();
-    waiter(o);
+    waiter(o, arrival);
     return true;
   }
   e.waiters.push_back(std::move(waiter));
@@ -175,16 +185,30 @@ JobRecords::KeyedSubmit JobRecords::submit_keyed(const std::string& key, const s
 }
 
 std::optional<std::string> JobRecords::find_json(JobId id) {
-  const TimePoint now = Clock::now();
-  std::lock_guard lock{mu_};
-  forget_old(now);
-  const auto it = entries_.find(id);
-  if (it == entries_.end()) return std::nullopt;
-  const Entry& e = it->second;
-  if (e.outcome) return record_json(id, e.kind, &*e.outcome, {}, now);
+  TimePoint now = Clock::now();
+  Entry e;  // a copy of the entry without its waiters: rendered outside the lock
+  {
+    std::lock_guard lock{mu_};
+    forget_old(now);
+    const auto it = entries_.find(id);
+    if (it == entries_.end()) return std::nullopt;
+    const Entry& found = it->second;
+    e.kind = found.kind;
+    e.arrival = found.arrival;
+    if (found.outcome) {
+      e.outcome = found.outcome;
+    } else {
+      e.handle = found.handle;
+      e.cancel_requested = found.cancel_requested;
+      e.interest = found.interest;
+    }
+  }
+  if (e.outcome) return record_json(id, e.kind, &*e.outcome, {}, now, e.arrival);
   // The outcome may be published but not yet recorded here; the handle has it then.
-  if (auto o = e.handle.outcome()) return record_json(id, e.kind, &*o, {}, now);
-  return record_json(id, e.kind, nullptr, e.handle.progress(), now, e.cancel_requested,
+  if (auto o = e.handle.outcome()) return record_json(id, e.kind, &*o, {}, now, e.arrival);
+  const JobProgress progress = e.handle.progress();
+  now = Clock::now();  // after the progress: a job that started meanwhile has run 0 ms, not less
+  return record_json(id, e.kind, nullptr, progress, now, e.arrival, e.cancel_requested,
                      e.interest);
 }
 

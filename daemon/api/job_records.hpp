@@ -3,7 +3,14 @@
 //
 //   {"id": 7, "kind": "sleep", "state": "completed", "reason": "ok", "cause"?: "caller",
 //    "result"?: <JSON>, "error"?: "...",
-//    "timings": {"budget_ms": 1000, "queue_ms": 0, "run_ms": 50, "remaining_ms": 949}}
+//    "timings": {"intake_ms": 0, "budget_ms": 1000, "queue_ms": 0, "run_ms": 50,
+//                "remaining_ms": 944}}
+//
+// budget_ms is the request's budget (defaulted, clamped), counted from its first byte;
+// intake_ms the time from that byte until its job was submitted (reading and parsing the
+// request); remaining_ms the time from the job's end to its deadline, which keeps the reserve
+// (budget.reserve_ms) back for the answer. So budget_ms - reserve = intake_ms + queue_ms +
+// run_ms + remaining_ms, to the rounding of whole milliseconds.
 //
 // A live job has state "queued" or "running" (then "worker": the index of the worker thread that
 // runs it), reason null, "waiters": the clients waiting for its answer (and "cause": "caller" once a DELETE asked to cancel it). Terminal records are kept for
@@ -36,18 +43,26 @@ namespace sandglass::daemon {
 // completed). Keys are forgotten with their job's record.
 //
 // The record's JSON. `outcome` empty: a live job described by `progress` at `now`.
+// How a job's request arrived: what the record says besides the runtime's outcome.
+struct Arrival {
+  Duration intake{};               // from the request's first byte until the job was submitted
+  std::optional<Duration> budget;  // the request's budget; empty: the runtime's granted budget
+};
+
 std::string record_json(JobId id, const std::string& kind, const Outcome* outcome,
-                        const JobProgress& progress, TimePoint now,
+                        const JobProgress& progress, TimePoint now, const Arrival& arrival = {},
                         CancelCause requested = CancelCause::none, std::size_t waiters = 0);
 
 class JobRecords {
  public:
   explicit JobRecords(RecordRetention retention) : retention_{retention} {}
 
-  using Waiter = std::function<void(const Outcome&)>;
+  // Gets the job's outcome and how its request arrived (see add).
+  using Waiter = std::function<void(const Outcome&, const Arrival&)>;
 
-  // Remembers a submitted job (with its outcome, if it has one already).
-  void add(const JobHandle& handle, const std::string& kind);
+  // Remembers a submitted job (with its outcome, if it has one already) and how its request
+  // arrived.
+  void add(const JobHandle& handle, const std::string& kind, Arrival arrival = {});
   // Stores a job's terminal outcome, its retention starts now, and calls the job's waiters
   // (outside the lock). Idempotent.
   void finish(const Outcome& outcome);
@@ -73,7 +88,8 @@ class JobRecords {
 
   // The job's outcome, if it has one and is remembered.
   std::optional<Outcome> outcome(JobId id) const;
-  // The record's JSON, or nullopt when the id is unknown or forgotten.
+  // The record's JSON, or nullopt when the id is unknown or forgotten. The entry is copied out
+  // under the lock and rendered outside it: a large result does not hold up other requests.
   std::optional<std::string> find_json(JobId id);
   // Cancels a live job with cause caller (a no-op for a terminal or unknown one). Until its
   // outcome arrives, its record says "cause": "caller".
@@ -90,6 +106,7 @@ class JobRecords {
     std::vector<Waiter> waiters;
     std::size_t interest = 0;  // waiters still connected
     std::string key;           // its idempotency key, if any
+    Arrival arrival;
   };
   struct KeyBinding {
     JobId id;
@@ -100,8 +117,12 @@ class JobRecords {
     JobId id;
     std::size_t bytes;
   };
+  struct ToCall {
+    std::vector<Waiter> waiters;
+    Arrival arrival;
+  };
   // Requires mu_. Returns the waiters to call (outside the lock).
-  std::vector<Waiter> record_outcome(const Outcome& outcome, TimePoint now);
+  ToCall record_outcome(const Outcome& outcome, TimePoint now);
   void cancel_locked(Entry& entry, JobHandle& to_cancel);      // requires mu_
   void forget_old(TimePoint now);                              // requires mu_
 

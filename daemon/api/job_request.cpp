@@ -231,6 +231,12 @@ Target split_target(std::string_view target) noexcept {
   return {target.substr(0, q), target.substr(q + 1)};
 }
 
+std::optional<Duration> header_budget(const HttpRequest& request) {
+  JobRequest out;
+  if (read_wire_budgets(request, out)) return std::nullopt;
+  return out.budget;
+}
+
 std::variant<JobRequest, RequestError> parse_job_request(const HttpRequest& request,
                                                          std::size_t max_json_depth) {
   JobRequest out;

@@ -47,6 +47,11 @@ inline constexpr std::string_view kIdempotencyKeyHeader = "idempotency-key";
 std::variant<JobRequest, RequestError> parse_job_request(const HttpRequest& request,
                                                          std::size_t max_json_depth);
 
+// The budget the headers alone name (the smaller of x-request-timeout-ms and grpc-timeout), an
+// upper bound of the request's budget read before its body; nullopt when they name none or one
+// is malformed (parse_job_request then says which).
+std::optional<Duration> header_budget(const HttpRequest& request);
+
 // Splits "/v1/jobs?wait=false" at '?'. The query is empty when there is none. An absolute
 // target ("http://127.0.0.1:8080/v1/jobs") is first reduced to its path and query.
 struct Target {

@@ -30,7 +30,7 @@ constexpr OverrideFlag kOverrideFlags[] = {
     {"--default-budget-ms", "budget.default_ms", "MS", "budget of a job that asks for none"},
     {"--max-budget-ms", "budget.max_ms", "MS", "larger requested budgets are clamped to this"},
     {"--min-budget-ms", "budget.min_ms", "MS", "smaller budgets are rejected (budget_too_small)"},
-    {"--reserve-ms", "budget.reserve_ms", "MS", "kept back from a budget passed to a dependency"},
+    {"--reserve-ms", "budget.reserve_ms", "MS", "kept back for the answer, and from a budget passed on"},
     {"--drain-timeout-ms", "runtime.drain_timeout_ms", "MS",
      "on SIGTERM, how long queued and running jobs may finish"},
     {"--log-level", "log.level", "LEVEL", "trace, debug, info, warn, error, critical or off"},

@@ -5,6 +5,8 @@
 // Thread safety: value types.
 #pragma once
 
+#include <sandglass/deadline.hpp>
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,6 +20,10 @@ struct HttpRequest {
   std::string target;  // path and query: "/v1/jobs?wait=false"
   std::vector<std::pair<std::string, std::string>> headers;  // names in lower case
   std::string body;
+  // When the server read the request's first byte (steady clock): a job's budget counts from
+  // here. Empty for a request that did not come from a socket (tests, fuzzing): then from when
+  // the API handles it.
+  std::optional<TimePoint> arrived_at;
 
   // The first value of header `name` (lower case), if present.
   std::optional<std::string_view> header(std::string_view name) const noexcept {

@@ -129,6 +129,16 @@ HttpParse read_error(const error_code& ec) {
 
 }  // namespace
 
+HttpRequest head_of(const BeastRequest& request, TimePoint arrived_at) {
+  HttpRequest out{.method = std::string{request.method_string()},
+                  .target = std::string{request.target()},
+                  .arrived_at = arrived_at};
+  for (const auto& field : request) {
+    out.headers.emplace_back(lower(field.name_string()), std::string{field.value()});
+  }
+  return out;
+}
+
 HttpRequest to_plain(BeastRequest&& request) {
   HttpRequest out{.method = std::string{request.method_string()},
                   .target = std::string{request.target()}};

@@ -44,5 +44,8 @@ std::optional<HttpResponse> answer_to_read_error(const boost::system::error_code
 
 // The request as plain values, header names in lower case.
 HttpRequest to_plain(BeastRequest&& request);
+// Its method, target and headers only (what is known once the header section is read), with
+// the time its first byte was read.
+HttpRequest head_of(const BeastRequest& request, TimePoint arrived_at);
 
 }  // namespace sandglass::daemon

@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <list>
 #include <mutex>
 #include <optional>
@@ -41,6 +42,11 @@ constexpr std::size_t kReadChunk = 4096;
 // How long accepting pauses after it failed for want of descriptors or memory.
 constexpr std::chrono::milliseconds kAcceptPause{100};
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+// How long a connection that closes after an answer keeps reading (and dropping) what the
+// client still sends, after it shut down its own side. Closing a socket with unread bytes makes
+// the kernel send a reset, and a reset can make the client's kernel drop our answer before the
+// client read it (RFC 9112, section 9.6). Bounded: a client that goes on sending loses the rest.
+constexpr std::chrono::seconds kLingerTime{2};
 
 class Session;
 
@@ -53,7 +59,12 @@ class HttpServer::Impl {
 
   void start(const std::string& host, std::uint16_t port);
   void stop_accepting();
+  bool wait_answered_until(TimePoint deadline);
   void stop();
+
+  // A connection owes an answer from its start until it closes or lingers after its last one.
+  void owing_added() { owing_.fetch_add(1, std::memory_order_relaxed); }
+  void owing_done();
 
   using SessionList = std::list<std::weak_ptr<Session>>;
   SessionList::iterator add_session(std::weak_ptr<Session> session);
@@ -66,6 +77,9 @@ class HttpServer::Impl {
   std::atomic<std::size_t> connections_{0};
   std::atomic<bool> stopping_{false};  // answers close their connection
   std::atomic<std::uint16_t> port_{0};
+  std::atomic<std::size_t> owing_{0};  // connections that owe an answer (not lingering)
+  std::mutex owing_mu_;                // with owing_cv_: wait_answered_until sleeps on it
+  std::condition_variable owing_cv_;
   std::mutex sessions_mu_;
   SessionList sessions_;  // guarded by sessions_mu_; stop_accepting closes the idle ones
   // Declared after what sessions touch when they are destroyed with the io_context.
@@ -90,9 +104,11 @@ class Session : public std::enable_shared_from_this<Session> {
         server_{server},
         buffer_{read_buffer_bytes(server.limits_, kReadChunk)} {
     server_.connections_.fetch_add(1, std::memory_order_relaxed);
+    server_.owing_added();
   }
   ~Session() {
     if (registered_) server_.remove_session(*registered_);
+    if (!lingering_) server_.owing_done();
     server_.connections_.fetch_sub(1, std::memory_order_relaxed);
   }
 
@@ -118,7 +134,10 @@ class Session : public std::enable_shared_from_this<Session> {
   void read_request() {
     parser_.emplace();
     apply_limits(*parser_, server_.limits_);
+    head_ = {};
+    budget_spent_at_.reset();
     if (buffer_.size() > 0) {
+      arrived_at_ = Clock::now();  // a pipelined request: read ahead, it arrives now
       read_header();
       return;
     }
@@ -128,6 +147,7 @@ class Session : public std::enable_shared_from_this<Session> {
     stream_.expires_after(server_.limits_.idle_timeout);
     stream_.async_read_some(buffer_.prepare(kReadChunk),
                             [self = shared_from_this()](error_code ec, std::size_t n) {
+                              self->arrived_at_ = Clock::now();  // the request's first bytes
                               self->idle_ = false;
                               self->buffer_.commit(n);
                               if (ec) return self->close();
@@ -137,7 +157,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void read_header() {
     // The whole request must arrive within read_timeout of its first byte.
-    stream_.expires_after(server_.limits_.read_timeout);
+    stream_.expires_at(saturating_add(arrived_at_, server_.limits_.read_timeout));
     http::async_read_header(stream_, buffer_, *parser_,
                             [self = shared_from_this()](error_code ec, std::size_t) {
                               self->on_header(ec);
@@ -147,6 +167,12 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_header(error_code ec) {
     if (ec) return on_read_error(ec);
     if (auto answer = check_header(*parser_)) return answer_and_close(std::move(*answer));
+    // The token and the budget are checked before the body is read: a 401, or a 504 for a job
+    // request whose budget was spent in our buffers, closes the connection.
+    head_ = head_of(parser_->get(), arrived_at_);
+    Api::Intake intake = server_.api_.intake(head_, Clock::now());
+    if (intake.answer) return answer_head_and_close(std::move(*intake.answer));
+    budget_spent_at_ = intake.budget_spent_at;
     if (expects_continue(*parser_)) {
       asio::async_write(stream_, asio::buffer(kContinue.data(), kContinue.size()),
                         [self = shared_from_this()](error_code wec, std::size_t) {
@@ -159,11 +185,34 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void read_body() {
+    // A job request whose budget runs out before its body is read is answered then: the timer
+    // cancels the read (a stream timeout would close the socket, and the answer with it).
+    if (budget_spent_at_) {
+      budget_timer_.expires_at(*budget_spent_at_);
+      budget_timer_.async_wait([self = shared_from_this()](error_code ec) {
+        if (ec || !self->reading_body_) return;
+        self->budget_spent_ = true;
+        error_code ignored;
+        self->stream_.socket().cancel(ignored);
+      });
+    }
+    reading_body_ = true;
     http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](error_code ec, std::size_t) { self->on_request(ec); });
+                     [self = shared_from_this()](error_code ec, std::size_t) {
+                       self->reading_body_ = false;
+                       self->budget_timer_.cancel();
+                       self->on_request(ec);
+                     });
   }
 
   void on_read_error(error_code ec) {
+    if (budget_spent_) {
+      budget_spent_ = false;
+      if (auto answer = server_.api_.intake(head_, Clock::now()).answer) {
+        return answer_head_and_close(std::move(*answer));
+      }
+      return close();
+    }
     if (auto answer = answer_to_read_error(ec)) return answer_and_close(std::move(*answer));
     close();
   }
@@ -174,13 +223,15 @@ class Session : public std::enable_shared_from_this<Session> {
     log_request_line(req);
     keep_alive_ = req.keep_alive();
     answered_ = false;
+    HttpRequest request = to_plain(std::move(req));
+    request.arrived_at = arrived_at_;
     auto self = shared_from_this();
     // May run on a worker thread, or right here: either way the answer is written on the strand.
     auto respond = [self](HttpResponse r) {
       asio::post(self->stream_.get_executor(),
                  [self, r = std::move(r)]() mutable { self->write_answer(std::move(r)); });
     };
-    client_gone_ = server_.api_.handle(to_plain(std::move(req)), std::move(respond));
+    client_gone_ = server_.api_.handle(request, std::move(respond));
     if (client_gone_) watch_for_disconnect();
   }
 
@@ -244,7 +295,8 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void after_write() {
-    if (peer_gone_ || !response_->keep_alive()) return close();
+    if (peer_gone_) return close();
+    if (!response_->keep_alive()) return linger_then_close();
     response_.reset();
     read_request();
   }
@@ -256,10 +308,41 @@ class Session : public std::enable_shared_from_this<Session> {
     write_answer(std::move(r));
   }
 
+  // The same for an answer decided by the header section (Api::intake): the debug log names
+  // the request's method and path.
+  void answer_head_and_close(HttpResponse r) {
+    log_request_line(parser_->get());
+    close_after_write_ = true;
+    write_answer(std::move(r));
+  }
+
   void close() {
     error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
     stream_.socket().close(ignored);
+  }
+
+  // After the last answer: shut down our side (the client reads the answer, then end of file),
+  // then read and drop what the client still sends until it closes its side or kLingerTime
+  // passes; then close. A drain does not wait for lingering connections (their answers are
+  // written), and stop() ends them.
+  void linger_then_close() {
+    error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    if (ec) return close();
+    lingering_ = true;
+    server_.owing_done();
+    stream_.expires_after(kLingerTime);
+    buffer_.consume(buffer_.size());
+    drop_rest();
+  }
+
+  void drop_rest() {
+    stream_.async_read_some(buffer_.prepare(kReadChunk),
+                            [self = shared_from_this()](error_code ec, std::size_t) {
+                              if (ec) return self->close();  // end of file, timeout or error
+                              self->drop_rest();
+                            });
   }
 
   beast::tcp_stream stream_;
@@ -268,6 +351,12 @@ class Session : public std::enable_shared_from_this<Session> {
   // leaves room for the pipelined request watch_for_disconnect may read ahead.
   beast::flat_buffer buffer_;
   std::optional<RequestParser> parser_;
+  TimePoint arrived_at_{};  // when the current request's first bytes were read
+  HttpRequest head_;        // its method, target and headers, once read
+  std::optional<TimePoint> budget_spent_at_;  // a job request: when its budget is spent
+  asio::steady_timer budget_timer_{stream_.get_executor()};  // fires at budget_spent_at_
+  bool reading_body_ = false;
+  bool budget_spent_ = false;  // the timer cancelled the body's read
   std::optional<Response> response_;
   Api::ClientGone client_gone_;  // tells the API when the client leaves while it waits
   std::string request_line_;     // "METHOD /path" for the debug log; empty below debug level
@@ -278,6 +367,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool peer_gone_ = false;
   bool close_after_write_ = false;
   bool idle_ = false;  // waiting for the first byte of a request
+  bool lingering_ = false;  // answered for the last time; dropping what the client still sends
   std::optional<HttpServer::Impl::SessionList::iterator> registered_;
 };
 
@@ -359,6 +449,21 @@ void HttpServer::Impl::remove_session(SessionList::iterator it) {
   sessions_.erase(it);
 }
 
+void HttpServer::Impl::owing_done() {
+  // The last connection that owed an answer wakes the drain. The lock orders the notification
+  // after the waiter's check of the count (else it could miss it and sleep to its deadline).
+  if (owing_.fetch_sub(1, std::memory_order_relaxed) == 1) {
+    const std::lock_guard lock{owing_mu_};
+    owing_cv_.notify_all();
+  }
+}
+
+bool HttpServer::Impl::wait_answered_until(TimePoint deadline) {
+  std::unique_lock lock{owing_mu_};
+  return owing_cv_.wait_until(lock, deadline,
+                              [this] { return owing_.load(std::memory_order_relaxed) == 0; });
+}
+
 void HttpServer::Impl::stop() {
   stop_accepting();
   ioc_.stop();  // connections close when the io_context destroys their handlers
@@ -375,6 +480,9 @@ std::uint16_t HttpServer::port() const noexcept { return impl_->port_.load(std::
 void HttpServer::stop_accepting() { impl_->stop_accepting(); }
 std::size_t HttpServer::connections() const noexcept {
   return impl_->connections_.load(std::memory_order_relaxed);
+}
+bool HttpServer::wait_answered_until(TimePoint deadline) {
+  return impl_->wait_answered_until(deadline);
 }
 void HttpServer::stop() { impl_->stop(); }
 

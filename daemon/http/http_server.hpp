@@ -9,7 +9,17 @@
 // and a keep-alive connection closes after idle_timeout without a request. Connections beyond
 // max_connections are closed as soon as they are accepted.
 //
-// Thread safety: `start`, `stop_accepting`, `stop` from one thread; `connections`, `port` from any.
+// Each request is stamped with the time its first byte was read (`HttpRequest::arrived_at`).
+// Once its header section is read, the `Api` may answer it before its body (`Api::intake`: a
+// 401, or a 504 for a job whose budget is spent); a job request whose budget runs out while its
+// body is still being read is answered 504 at that moment.
+//
+// Lingering close: a connection that closes after an answer shuts down its sending side, then
+// reads and drops what the client still sends, for at most 2 s, before it closes. So an early
+// error answer (401, 413, 504) to a client still sending its body is not lost to a TCP reset.
+//
+// Thread safety: `start`, `stop_accepting`, `stop` from one thread; `connections`, `port`,
+// `wait_answered_until` from any.
 #pragma once
 
 #include "daemon/api/api.hpp"
@@ -39,8 +49,12 @@ class HttpServer {
   // Closes the listening socket and the connections that are between requests; a request being
   // read or answered is answered (with `Connection: close`), then its connection closes.
   void stop_accepting();
-  // Open connections; 0 after stop_accepting means every request read has had its answer.
+  // Open connections, lingering ones included.
   std::size_t connections() const noexcept;
+  // Blocks until no connection owes an answer (each has closed, or lingers after its last
+  // answer), or until `deadline`; true in the first case. After stop_accepting, true means
+  // every request read has had its answer. Woken by the last connection, not by polling.
+  bool wait_answered_until(TimePoint deadline);
   // Closes every connection and joins the I/O threads. Blocks. Idempotent.
   void stop();
 

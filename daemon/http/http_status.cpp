@@ -1,6 +1,7 @@
 #include "daemon/http/http_status.hpp"
 
 #include <array>
+#include <optional>
 
 namespace sandglass::daemon {
 namespace {
@@ -11,25 +12,31 @@ constexpr HttpStatus kTryLater{kStatusServiceUnavailable, true};
 constexpr HttpStatus kOutOfTime{504};
 constexpr HttpStatus kCallerGone{kStatusClientClosedRequest};
 
-// Indexed by Reason. Cancellations are refined by their cause below.
-constexpr std::array<HttpStatus, kReasonCount> kByReason{
-    kOk,          // ok
-    kOk,          // completed_after_cancel
-    kFailed,      // handler_error
-    kTryLater,    // shutting_down
-    kOutOfTime,   // budget_too_small
-    kTryLater,    // deadline_implausible
-    kTryLater,    // queue_full
-    kTryLater,    // shed
-    kOutOfTime,   // expired_in_queue
-    kOutOfTime,   // too_late_to_start
-    kCallerGone,  // cancelled_in_queue (see the cause)
-    kCallerGone,  // cancelled_while_running (see the cause)
-    kOutOfTime,   // deadline_exceeded_before_dispatch
-    kOutOfTime,   // retry_skipped_budget
-    kTryLater,    // breaker_open
+// Indexed by State (state_of(reason), the one table of states in outcome.hpp). Cancelled
+// outcomes are refined by their cause below.
+constexpr std::array<HttpStatus, kStateCount> kByState{
+    kOk,          // completed
+    kFailed,      // failed
+    kTryLater,    // rejected
+    kOutOfTime,   // expired
+    kCallerGone,  // cancelled (see the cause)
 };
-static_assert(static_cast<std::size_t>(Reason::breaker_open) + 1 == kByReason.size());
+static_assert(static_cast<std::size_t>(State::cancelled) + 1 == kByState.size());
+
+// The reasons that say more than their state: time ran out (a retry later would not help), or
+// a dependency is down for a while (a retry later may).
+std::optional<HttpStatus> by_reason(Reason reason) noexcept {
+  switch (reason) {
+    case Reason::budget_too_small:
+    case Reason::deadline_exceeded_before_dispatch:
+    case Reason::retry_skipped_budget:
+      return kOutOfTime;
+    case Reason::breaker_open:
+      return kTryLater;
+    default:
+      return std::nullopt;
+  }
+}
 
 // Indexed by CancelCause, for cancelled outcomes.
 constexpr std::array<HttpStatus, 5> kByCause{
@@ -43,9 +50,18 @@ static_assert(static_cast<std::size_t>(CancelCause::shutdown) + 1 == kByCause.si
 
 }  // namespace
 
+HttpStatus http_status_of(Reason reason, CancelCause cause) noexcept {
+  if (const auto special = by_reason(reason)) return *special;
+  const State state = state_of(reason);
+  if (state == State::cancelled) {
+    const auto c = static_cast<std::size_t>(cause);
+    return c < kByCause.size() ? kByCause[c] : kCallerGone;
+  }
+  return kByState[static_cast<std::size_t>(state)];
+}
+
 HttpStatus http_status_of(const Outcome& outcome) noexcept {
-  if (outcome.state == State::cancelled) return kByCause[static_cast<std::size_t>(outcome.cause)];
-  return kByReason[static_cast<std::size_t>(outcome.reason)];
+  return http_status_of(outcome.reason, outcome.cause);
 }
 
 }  // namespace sandglass::daemon

@@ -1,11 +1,16 @@
-// http_status.hpp (private) — the one table from a job's outcome to its HTTP status.
+// http_status.hpp (private) — the one table from a job's outcome to its HTTP status. It goes
+// by the outcome's state, as `state_of(reason)` (outcome.hpp) names it, with a few reasons that
+// say more than their state:
 //
-//   completed (ok, completed_after_cancel)                      200
-//   failed (handler_error)                                      500
-//   rejected for overload (queue_full, deadline_implausible,
-//            shed) or shutting_down                             503 + Retry-After
-//   rejected budget_too_small, expired (expired_in_queue,
-//            too_late_to_start), deadline_exceeded_before_dispatch  504
+//   completed                                                   200
+//   failed                                                      500
+//     deadline_exceeded_before_dispatch, retry_skipped_budget   504
+//     breaker_open                                              503 + Retry-After
+//   rejected (queue_full, deadline_implausible, shed,
+//            shutting_down)                                     503 + Retry-After
+//     budget_too_small (also a request whose budget was spent
+//            before the daemon had read it)                     504
+//   expired (expired_in_queue, too_late_to_start)               504
 //   cancelled, cause deadline or upstream                       504
 //   cancelled, cause caller                                     499 (client closed request)
 //   cancelled, cause shutdown                                   503 + Retry-After
@@ -23,6 +28,8 @@ struct HttpStatus {
 };
 
 HttpStatus http_status_of(const Outcome& outcome) noexcept;
+// The same for an outcome with `reason` and `cause` (the cause matters for cancellations only).
+HttpStatus http_status_of(Reason reason, CancelCause cause = CancelCause::none) noexcept;
 
 // Status codes the daemon uses besides the table above.
 inline constexpr unsigned kStatusAccepted = 202;

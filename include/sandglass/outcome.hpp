@@ -10,12 +10,18 @@
 //   completed  ok                                  the handler returned
 //   completed  completed_after_cancel              returned although cancelled (after commit())
 //   failed     handler_error                       the handler threw; `error` has its text
+//   failed     deadline_exceeded_before_dispatch,  the handler gave up on a dependency
+//              retry_skipped_budget, breaker_open  (it threw `JobFailed` with that reason)
 //   rejected   shutting_down, budget_too_small,    never admitted
 //              deadline_implausible, queue_full
 //   rejected   shed                                admitted, then pushed out by a higher class
 //   expired    expired_in_queue, too_late_to_start removed from the queue without running
 //   cancelled  cancelled_in_queue                  removed from the queue; see `cause`
 //   cancelled  cancelled_while_running             stopped at a checkpoint; see `cause`
+//
+// `state_of(reason)` is this table, the one place that says which state a reason belongs to:
+// whoever groups outcomes by state (the daemon's drain summary, its HTTP status table, its
+// metrics) asks it instead of listing reasons again.
 //
 // Thread safety: a value type.
 #pragma once
@@ -25,6 +31,7 @@
 #include <sandglass/job_spec.hpp>
 #include <sandglass/reason.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -35,7 +42,12 @@ namespace sandglass {
 
 enum class State : std::uint8_t { completed, failed, rejected, expired, cancelled };
 
+inline constexpr std::size_t kStateCount = static_cast<std::size_t>(State::cancelled) + 1;
+
 std::string_view to_string(State state) noexcept;
+
+// The state an outcome with `reason` has (the table above). A reason outside the enum: failed.
+State state_of(Reason reason) noexcept;
 
 // Where a job's time went. Durations not reached (run time of a job that never ran) are zero.
 struct Timings {

@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -180,6 +181,12 @@ TEST_SUITE("sandglassd forward") {
     CHECK(answer.status == 504);
     CHECK(json_of(answer).at("reason").as_string() == "deadline_exceeded_before_dispatch");
     CHECK(metric(down.port(), R"(sandglass_jobs_submitted_total{kind="sleep",priority="normal"})") <= 0);
+    // The drain summary counts it under its state (state_of), as the answer and the metrics do.
+    CHECK(metric(up->port(), R"(sandglass_jobs_total{kind="forward",priority="normal",reason="deadline_exceeded_before_dispatch",state="failed"})") == 1);
+    up->signal(SIGTERM);
+    REQUIRE(up->wait_exit(std::chrono::seconds{20}) == 0);
+    CHECK(up->log().find("stopped: submitted=1 completed=0 failed=1 rejected=0 expired=0 "
+                         "cancelled=0") != std::string::npos);
   }
 
   TEST_CASE("the breaker opens against a dead upstream and closes when it returns" * doctest::timeout(60)) {

@@ -29,6 +29,34 @@ bool process_alive(pid_t pid) {
   return close_paren != std::string::npos && line.size() > close_paren + 2 && line[close_paren + 2] != 'Z';
 }
 
+// A daemon with one worker, job 1 (`running_job`) running and job 2 (a short sleep) queued
+// behind it, each with its client waiting on its own connection.
+struct OneRunningOneQueued {
+  OneRunningOneQueued(std::vector<std::string> args, const std::string& running_job)
+      : daemon{with_one_worker(std::move(args))}, running{daemon.port()}, queued{daemon.port()} {
+    running.send(request_bytes("POST", "/v1/jobs", running_job));
+    REQUIRE(eventually([&] { return state_of(daemon.port(), 1) == "running"; }));
+    queued.send(request_bytes("POST", "/v1/jobs", R"({"kind":"sleep","args":{"ms":10}})"));
+    REQUIRE(eventually([&] { return state_of(daemon.port(), 2) == "queued"; }));
+  }
+
+  static std::vector<std::string> with_one_worker(std::vector<std::string> args) {
+    args.insert(args.begin(), {"--workers", "1"});
+    return args;
+  }
+
+  DaemonProcess daemon;
+  Connection running;
+  Connection queued;
+};
+
+// The drain summary line, "stopped: submitted=5 completed=3 failed=0 ...".
+std::string stopped_line(const std::string& log) {
+  const auto at = log.rfind("stopped: ");
+  if (at == std::string::npos) return {};
+  return log.substr(at, log.find('\n', at) - at);
+}
+
 }  // namespace
 
 TEST_SUITE("sandglassd command line") {
@@ -61,13 +89,8 @@ TEST_SUITE("sandglassd command line") {
 TEST_SUITE("sandglassd drain") {
   TEST_CASE("SIGTERM drains queued and running jobs and every waiting client gets its answer" *
             doctest::timeout(60)) {
-    DaemonProcess d{{"--workers", "1", "--drain-timeout-ms", "10000"}};
-    Connection running{d.port()};
-    running.send(request_bytes("POST", "/v1/jobs", R"({"kind":"sleep","args":{"ms":400}})"));
-    REQUIRE(eventually([&] { return state_of(d.port(), 1) == "running"; }));
-    Connection queued{d.port()};
-    queued.send(request_bytes("POST", "/v1/jobs", R"({"kind":"sleep","args":{"ms":10}})"));
-    REQUIRE(eventually([&] { return state_of(d.port(), 2) == "queued"; }));
+    OneRunningOneQueued busy{{"--drain-timeout-ms", "10000"}, R"({"kind":"sleep","args":{"ms":400}})"};
+    DaemonProcess& d = busy.daemon;
 
     d.signal(SIGTERM);
     // While draining: not ready, and new work is refused.
@@ -77,29 +100,26 @@ TEST_SUITE("sandglassd drain") {
     CHECK(refused.header("retry-after") == "1");
     CHECK(json_of(refused).at("reason").as_string() == "shutting_down");
 
-    const auto a = running.read_answer();
-    const auto b = queued.read_answer();
+    const auto a = busy.running.read_answer();
+    const auto b = busy.queued.read_answer();
     REQUIRE(a.has_value());
     REQUIRE(b.has_value());
     CHECK(a->status == 200);
     CHECK(b->status == 200);
     CHECK(d.wait_exit(std::chrono::seconds{20}) == 0);
-    CHECK(d.log().find("stopped: submitted=3 completed=2") != std::string::npos);
+    CHECK(stopped_line(d.log()) ==
+          "stopped: submitted=3 completed=2 failed=0 rejected=1 expired=0 cancelled=0 "
+          "drained_in_time=true");
   }
 
   TEST_CASE("jobs still running at the drain timeout are cancelled with cause shutdown" *
             doctest::timeout(60)) {
-    DaemonProcess d{{"--workers", "1", "--drain-timeout-ms", "200"}};
-    Connection running{d.port()};
-    running.send(request_bytes("POST", "/v1/jobs", R"({"kind":"spin","args":{"ms":30000}})"));
-    REQUIRE(eventually([&] { return state_of(d.port(), 1) == "running"; }));
-    Connection queued{d.port()};
-    queued.send(request_bytes("POST", "/v1/jobs", R"({"kind":"sleep","args":{"ms":10}})"));
-    REQUIRE(eventually([&] { return state_of(d.port(), 2) == "queued"; }));
+    OneRunningOneQueued busy{{"--drain-timeout-ms", "200"}, R"({"kind":"spin","args":{"ms":30000}})"};
+    DaemonProcess& d = busy.daemon;
 
     d.signal(SIGTERM);
-    const auto a = running.read_answer();
-    const auto b = queued.read_answer();
+    const auto a = busy.running.read_answer();
+    const auto b = busy.queued.read_answer();
     REQUIRE(a.has_value());
     REQUIRE(b.has_value());
     CHECK(a->status == 503);
@@ -109,6 +129,9 @@ TEST_SUITE("sandglassd drain") {
     CHECK(json_of(*b).at("reason").as_string() == "cancelled_in_queue");
     CHECK(json_of(*b).at("cause").as_string() == "shutdown");
     CHECK(d.wait_exit(std::chrono::seconds{20}) == 0);
+    CHECK(stopped_line(d.log()) ==
+          "stopped: submitted=2 completed=0 failed=0 rejected=0 expired=0 cancelled=2 "
+          "drained_in_time=false");
   }
 }
 

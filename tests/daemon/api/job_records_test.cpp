@@ -6,9 +6,12 @@
 
 #include <chrono>
 #include <latch>
+#include <mutex>
+#include <vector>
 
 using namespace std::chrono_literals;
 using sandglass::Outcome;
+using sandglass::daemon::Arrival;
 using sandglass::daemon::JobRecords;
 
 namespace {
@@ -23,6 +26,23 @@ Outcome completed(sandglass::JobId id, std::string result = R"({"n":1})") {
                .remaining_at_end = -3ms};
   return o;
 }
+// One job of kind "wait" on its own runtime, running until `release` opens; its outcome goes to
+// `records`, which outlives the runtime.
+struct HeldJob {
+  JobRecords records{{}};
+  sandglass::Runtime rt{{.workers = 1}};
+  std::latch started{1};
+  std::latch release{1};
+  sandglass::JobHandle job = rt.submit(
+      {.kind = "wait"},
+      [this](sandglass::JobContext& ctx) {
+        started.count_down();
+        release.wait();  // not at a checkpoint: a cancellation waits
+        ctx.checkpoint();
+      },
+      [this](const Outcome& o) { records.finish(o); });
+};
+
 }  // namespace
 
 TEST_SUITE("job records") {
@@ -42,6 +62,40 @@ TEST_SUITE("job records") {
     CHECK(t.at("queue_ms").as_int64() == 2);
     CHECK(t.at("run_ms").as_int64() == 7);
     CHECK(t.at("remaining_ms").as_int64() == -3);
+    CHECK(t.at("intake_ms").as_int64() == 0);  // finished without add(): no intake known
+  }
+
+  TEST_CASE("the arrival given to add is in the record and reaches every waiter" *
+            doctest::timeout(10)) {
+    HeldJob held;
+    JobRecords& records = held.records;
+    const sandglass::JobHandle& job = held.job;
+    records.add(job, "wait", {.intake = 42ms, .budget = 900ms});
+    held.started.wait();
+    const auto live = boost::json::parse(*records.find_json(job.id())).as_object();
+    CHECK(live.at("timings").as_object().at("intake_ms").as_int64() == 42);
+    CHECK(live.at("timings").as_object().at("budget_ms").as_int64() == 900);
+    std::vector<sandglass::Duration> told;
+    std::mutex told_mu;
+    std::latch told_twice{2};
+    const auto waiter = [&](const Outcome&, const Arrival& arrival) {
+      {
+        const std::lock_guard lock{told_mu};
+        told.push_back(arrival.intake);
+        told.push_back(arrival.budget.value_or(sandglass::Duration::zero()));
+      }
+      told_twice.count_down();
+    };
+    REQUIRE(records.wait(job.id(), waiter));  // waits for the outcome
+    held.release.count_down();
+    job.wait();
+    REQUIRE(records.wait(job.id(), waiter));  // called at once, or from finish if it is still to come
+    told_twice.wait();
+    const std::lock_guard lock{told_mu};
+    CHECK(told == std::vector<sandglass::Duration>{42ms, 900ms, 42ms, 900ms});
+    const auto r = boost::json::parse(*records.find_json(job.id())).as_object();
+    CHECK(r.at("timings").as_object().at("intake_ms").as_int64() == 42);
+    CHECK(r.at("timings").as_object().at("budget_ms").as_int64() == 900);
   }
 
   TEST_CASE("a result that is not JSON is kept as a string") {
@@ -83,19 +137,11 @@ TEST_SUITE("job records") {
 
   TEST_CASE("a live job cancelled by DELETE says cause caller until its outcome arrives" *
             doctest::timeout(10)) {
-    JobRecords records{{}};  // outlives the runtime, whose outcome callback uses it
-    sandglass::Runtime rt{{.workers = 1}};
-    std::latch started{1};
-    std::latch release{1};
-    auto job = rt.submit({.kind = "wait"},
-                         [&](sandglass::JobContext& ctx) {
-                           started.count_down();
-                           release.wait();  // not at a checkpoint: the cancellation waits
-                           ctx.checkpoint();
-                         },
-                         [&records](const Outcome& o) { records.finish(o); });
+    HeldJob held;
+    JobRecords& records = held.records;
+    const sandglass::JobHandle& job = held.job;
     records.add(job, "wait");
-    started.wait();
+    held.started.wait();
     auto live = boost::json::parse(*records.find_json(job.id())).as_object();
     CHECK(live.at("state").as_string() == "running");
     CHECK(live.at("reason").is_null());
@@ -104,7 +150,7 @@ TEST_SUITE("job records") {
     live = boost::json::parse(*records.find_json(job.id())).as_object();
     CHECK(live.at("state").as_string() == "running");
     CHECK(live.at("cause").as_string() == "caller");
-    release.count_down();
+    held.release.count_down();
     job.wait();
     const auto r = boost::json::parse(*records.find_json(job.id())).as_object();
     CHECK(r.at("state").as_string() == "cancelled");

@@ -18,7 +18,9 @@ using sandglass::daemon::apply_setting;
 using sandglass::daemon::DaemonConfig;
 using sandglass::daemon::parse_command_line;
 using sandglass::daemon::parse_config;
-using sandglass::testing::ScopedTempFile;
+using sandglass::testing::parse_error;
+using sandglass::testing::TokenFile;
+using sandglass::testing::validate_error;
 using sandglass::testing::thrown_by;
 using sandglass::testing::Thrown;
 using sandglass::testing::write_temp_file;
@@ -27,19 +29,11 @@ namespace {
 
 constexpr std::string_view kToken = "tok-7Hq2_x9";
 
-// A token file holding `text` with permissions `mode`, removed at the end of the scope.
-struct TokenFile : ScopedTempFile {
-  explicit TokenFile(const std::string& text, ::mode_t mode = 0600)
-      : ScopedTempFile{"token", text, mode} {}
-};
-
 std::string config_naming(const std::string& path) {
   return "[server]\nauth_token_file = \"" + path + "\"\n";
 }
 
-Thrown file_error(const std::string& path) {
-  return thrown_by([&path] { (void)parse_config(config_naming(path)); });
-}
+Thrown file_error(const std::string& path) { return parse_error(config_naming(path)); }
 
 }  // namespace
 
@@ -62,7 +56,7 @@ TEST_SUITE("server.auth_token_file") {
     const DaemonConfig c = parse_config(config_naming(file.path()));
     CHECK(c.auth_token == kToken);
     CHECK(c.auth_token_file == file.path());
-    CHECK(thrown_by([&c] { c.validate(); }).what == "no error");
+    CHECK(validate_error(c).what == "no error");
   }
 
   TEST_CASE("a file that cannot serve as a token file is an error naming the key and the file") {
@@ -124,7 +118,7 @@ TEST_SUITE("server.auth_token_file") {
   }
 
   TEST_CASE("a value that is not a string is an error naming the key") {
-    const Thrown e = thrown_by([] { (void)parse_config("[server]\nauth_token_file = 5\n"); });
+    const Thrown e = parse_error("[server]\nauth_token_file = 5\n");
     CHECK(e.key == "server.auth_token_file");
     CHECK(e.what == "server.auth_token_file: must be a path to a file holding the token, got 5");
   }
@@ -142,16 +136,16 @@ TEST_SUITE("server.auth_token_file") {
   TEST_CASE("validate checks a token set in code") {
     DaemonConfig c;
     c.auth_token = "two words";
-    CHECK(thrown_by([&c] { c.validate(); }).what ==
+    CHECK(validate_error(c).what ==
           "server.auth_token_file: the token must be one line of visible ASCII characters (no "
           "spaces or control characters)");
     c.auth_token.clear();
     c.auth_token_file = "/etc/sandglass/token";
-    const Thrown e = thrown_by([&c] { c.validate(); });
+    const Thrown e = validate_error(c);
     CHECK(e.key == "server.auth_token_file");
     CHECK(e.what.find("no token was read from it") != std::string::npos);
     c.auth_token = "fine";
-    CHECK(thrown_by([&c] { c.validate(); }).what == "no error");
+    CHECK(validate_error(c).what == "no error");
   }
 
   TEST_CASE("--auth-token-file sets the token and its errors name the flag") {

@@ -1,5 +1,6 @@
-// config_test_support.hpp — helpers for tests of the daemon's configuration: what a call threw,
-// and a temporary file with given permissions that is removed at the end of its scope.
+// config_test_support.hpp — helpers for tests of the daemon's configuration: what a call threw
+// (parsing a config, validating it), and temporary files with given permissions (a token file)
+// that are removed at the end of their scope.
 #pragma once
 
 #include "daemon_process.hpp"
@@ -10,6 +11,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <system_error>
 
 namespace sandglass::testing {
@@ -30,6 +32,21 @@ Thrown thrown_by(Call call) {
   return {"", "no error"};
 }
 
+// What parsing `toml` threw.
+inline Thrown parse_error(std::string_view toml) {
+  return thrown_by([toml] { (void)sandglass::daemon::parse_config(toml); });
+}
+
+// What validating `config` threw.
+inline Thrown validate_error(const sandglass::daemon::DaemonConfig& config) {
+  return thrown_by([&config] { config.validate(); });
+}
+
+// What parsing `toml` and validating the result threw.
+inline Thrown config_error(std::string_view toml) {
+  return thrown_by([toml] { sandglass::daemon::parse_config(toml).validate(); });
+}
+
 // A temporary file holding `text` with permissions `mode`, removed at the end of the scope.
 class ScopedTempFile {
  public:
@@ -47,6 +64,12 @@ class ScopedTempFile {
 
  private:
   std::string path_;
+};
+
+// A bearer token file (server.auth_token_file) holding `text`.
+struct TokenFile : ScopedTempFile {
+  explicit TokenFile(const std::string& text, ::mode_t mode = 0600)
+      : ScopedTempFile{"token", text, mode} {}
 };
 
 }  // namespace sandglass::testing

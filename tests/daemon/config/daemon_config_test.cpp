@@ -20,18 +20,12 @@ using sandglass::daemon::CommandConfig;
 using sandglass::daemon::DaemonConfig;
 using sandglass::daemon::load_config_file;
 using sandglass::daemon::parse_config;
+using sandglass::testing::parse_error;
 using sandglass::testing::thrown_by;
 using sandglass::testing::Thrown;
+using sandglass::testing::validate_error;
 
 namespace {
-
-Thrown parse_error(std::string_view toml) {
-  return thrown_by([toml] { (void)parse_config(toml); });
-}
-
-Thrown validate_error(const DaemonConfig& config) {
-  return thrown_by([&config] { config.validate(); });
-}
 
 const std::string kShippedConfig = SANDGLASS_SOURCE_DIR "/daemon/config/sandglassd.toml";
 

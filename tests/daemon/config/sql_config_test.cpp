@@ -13,15 +13,10 @@
 using namespace std::chrono_literals;
 using sandglass::daemon::DaemonConfig;
 using sandglass::daemon::parse_config;
-using sandglass::testing::thrown_by;
+using sandglass::testing::config_error;
 using sandglass::testing::Thrown;
 
 namespace {
-
-// Parses `toml` and validates it; what that threw.
-Thrown error_of(std::string_view toml) {
-  return thrown_by([&] { parse_config(toml).validate(); });
-}
 
 constexpr std::string_view kDatabase = "[databases.main]\nconninfo = \"host=127.0.0.1 dbname=app\"\n";
 
@@ -85,7 +80,7 @@ TEST_SUITE("sql config") {
     };
     for (const Case& c : cases) {
       CAPTURE(c.toml);
-      const Thrown e = error_of(c.toml);
+      const Thrown e = config_error(c.toml);
       CHECK(e.key == c.key);
       CHECK(e.what == c.key + ": " + c.message);
     }

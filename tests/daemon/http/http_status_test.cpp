@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <cstddef>
+
 using sandglass::CancelCause;
 using sandglass::Outcome;
 using sandglass::Reason;
@@ -51,6 +53,39 @@ TEST_SUITE("http status table") {
       CAPTURE(sandglass::to_string(r.o.cause));
       CHECK(http_status_of(r.o).code == r.code);
       CHECK(http_status_of(r.o).retry_after == r.retry_after);
+    }
+  }
+
+  TEST_CASE("a reason's status follows its state unless the reason says more") {
+    // The reasons that say more than their state, and what they say.
+    const auto special = [](Reason r) -> unsigned {
+      switch (r) {
+        case Reason::budget_too_small:
+        case Reason::deadline_exceeded_before_dispatch:
+        case Reason::retry_skipped_budget:
+          return 504;
+        case Reason::breaker_open:
+          return 503;
+        default:
+          return 0;
+      }
+    };
+    for (std::size_t i = 0; i < sandglass::kReasonCount; ++i) {
+      const auto reason = static_cast<Reason>(i);
+      CAPTURE(sandglass::to_string(reason));
+      unsigned expected = special(reason);
+      if (expected == 0) {
+        switch (sandglass::state_of(reason)) {
+          case State::completed: expected = 200; break;
+          case State::failed: expected = 500; break;
+          case State::rejected: expected = 503; break;
+          case State::expired: expected = 504; break;
+          case State::cancelled: expected = 499; break;  // cause caller
+        }
+      }
+      CHECK(sandglass::daemon::http_status_of(reason, CancelCause::caller).code == expected);
+      CHECK(http_status_of(outcome(sandglass::state_of(reason), reason, CancelCause::caller)).code ==
+            expected);
     }
   }
 }

@@ -1,5 +1,7 @@
 #include "daemon/kinds/exec/child_process.hpp"
 
+#include "kinds/exec/exec_test_support.hpp"
+
 #include <doctest/doctest.h>
 
 #include <signal.h>
@@ -12,17 +14,13 @@ using sandglass::daemon::ChildProcess;
 using sandglass::daemon::ChildProcessOptions;
 using sandglass::daemon::ChildReport;
 using sandglass::daemon::CommandConfig;
+using sandglass::testing::command;
+using sandglass::testing::process_gone;
 
 namespace {
 
-CommandConfig command(std::vector<std::string> argv) {
-  CommandConfig c;
-  c.argv = std::move(argv);
-  c.kill_grace = 60s;  // longer than any test may take: only SIGTERM can end these commands
-  return c;
-}
-
-bool process_gone(pid_t pid) { return ::kill(pid, 0) == -1 && errno == ESRCH; }
+// Longer than any test may take: only SIGTERM can end these commands.
+constexpr std::chrono::milliseconds kOnlySigterm = 60s;
 
 }  // namespace
 
@@ -31,7 +29,7 @@ TEST_SUITE("ChildProcess") {
     ChildProcessOptions options;
     SUBCASE("pidfd") { options.use_pidfd = true; }
     SUBCASE("polling waitid") { options.use_pidfd = false; }
-    ChildProcess child{command({"/bin/sh", "-c", "echo out; echo err >&2; exit 4"}), options};
+    ChildProcess child{command({"/bin/sh", "-c", "echo out; echo err >&2; exit 4"}, kOnlySigterm), options};
     const ChildReport report = child.run("");
     CHECK(report.exit_code == 4);
     CHECK_FALSE(report.signal);
@@ -46,7 +44,7 @@ TEST_SUITE("ChildProcess") {
     ChildProcessOptions options;
     SUBCASE("pidfd") { options.use_pidfd = true; }
     SUBCASE("polling waitid") { options.use_pidfd = false; }
-    ChildProcess child{command({"/usr/bin/sleep", "30"}), options};
+    ChildProcess child{command({"/usr/bin/sleep", "30"}, kOnlySigterm), options};
     child.request_stop();
     const ChildReport report = child.run("");
     CHECK(report.stopped);
@@ -56,7 +54,7 @@ TEST_SUITE("ChildProcess") {
   }
 
   TEST_CASE("destroying a child that was never run kills and reaps it") {
-    std::optional<ChildProcess> child{std::in_place, command({"/usr/bin/sleep", "30"})};
+    std::optional<ChildProcess> child{std::in_place, command({"/usr/bin/sleep", "30"}, kOnlySigterm)};
     const pid_t pid = child->pid();
     REQUIRE(::kill(pid, 0) == 0);
     child.reset();

@@ -1,5 +1,7 @@
 #include "daemon/kinds/builtin_kinds.hpp"
 
+#include "kinds/exec/exec_test_support.hpp"
+
 #include <sandglass/cancel.hpp>
 #include <sandglass/job_context.hpp>
 
@@ -40,14 +42,10 @@ using sandglass::JobHandler;
 using sandglass::daemon::ArgsError;
 using sandglass::daemon::CommandConfig;
 using sandglass::daemon::JobKind;
+using sandglass::testing::command;
+using sandglass::testing::process_gone;
 
 namespace {
-
-CommandConfig command(std::vector<std::string> argv) {
-  CommandConfig c;
-  c.argv = std::move(argv);
-  return c;
-}
 
 JobKind exec_kind(const std::string& name, const CommandConfig& config) {
   return sandglass::daemon::make_exec_kind({{name, config}});
@@ -124,9 +122,6 @@ struct Fifo {
   }
   std::filesystem::path path;
 };
-
-// True once `pid` no longer names a process we could signal (reaped, never existed).
-bool process_gone(pid_t pid) { return ::kill(pid, 0) == -1 && errno == ESRCH; }
 
 // Makes this process the reaper of orphaned descendants for a scope (PR_SET_CHILD_SUBREAPER).
 struct SubreaperScope {
