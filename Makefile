@@ -27,8 +27,10 @@ deps:
 	  $(SUDO) apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends $$missing; \
 	fi
 
-# ccache keys on paths relative to this folder, so clones elsewhere share the cache.
+# ccache keys on paths relative to this folder, so clones elsewhere share the cache; with -g it
+# would also hash the build folder's absolute path (hash_dir), which a fresh clone never hits.
 export CCACHE_BASEDIR ?= $(CURDIR)
+export CCACHE_NOHASHDIR ?= 1
 
 # Every time (a few seconds): the flags here win over what an earlier configure cached.
 configure: deps
