@@ -96,6 +96,8 @@ class RuntimeCore final : public JobSource {
   // The bookkeeping when a handler returned: running set, bulkhead, estimate; requires mu_.
   void record_finished(Job& job, const Outcome& outcome);
   KindState& kind_state(const std::string& kind);  // requires mu_
+  // What running work means for a newcomer of `ks` at `now`; requires mu_. O(workers).
+  Load load_for(const KindState& ks, TimePoint now) const;
   // Marks a job that left the queue without running as finished and hands over the runtime's
   // reference to it; requires mu_.
   std::shared_ptr<Job> retire(Job& job);
@@ -124,6 +126,13 @@ class RuntimeCore final : public JobSource {
   std::condition_variable drained_;     // queue and running set became empty while closing
   DeadlineQueue queue_;                               // guarded by mu_
   RunningSet running_;                                // guarded by mu_
+  // What each worker runs: when it is expected to end (start + central estimate) and its group.
+  struct WorkerSlot {
+    TimePoint expected_end{};
+    std::uint32_t group = 0;
+    bool busy = false;
+  };
+  std::vector<WorkerSlot> busy_;                      // by worker index; guarded by mu_
   std::unordered_map<std::string, KindState, StringHash, std::equal_to<>> kinds_;  // guarded
   std::vector<KindState*> groups_;                    // by group - 1; guarded by mu_
   std::function<bool(std::uint32_t)> can_start_;      // reads groups_; called under mu_
