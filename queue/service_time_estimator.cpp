@@ -17,7 +17,7 @@ ServiceTimeEstimator::ServiceTimeEstimator(ServiceTimeEstimatorOptions options)
 }
 
 void ServiceTimeEstimator::update_lifetime() noexcept {
-  const double scaled = static_cast<double>(central_.count()) * options_.age_in_runs;
+  const double scaled = typical_ns_ * options_.age_in_runs;
   lifetime_ = scaled >= static_cast<double>(Duration::max().count())
                   ? Duration::max()
                   : std::max(options_.max_age, Duration{static_cast<Duration::rep>(scaled)});
@@ -29,12 +29,16 @@ void ServiceTimeEstimator::record(Duration run_time, TimePoint now) {
   if (!filling) window_.pop_front();
   window_.push_back({now, run_time});
   ++recorded_;
+  // A slow geometric mean of all runs: a burst of outliers moves it little (eight runs 25 times
+  // as long as usual lengthen it by half), so they cannot keep themselves alive.
+  constexpr double kWeight = 1.0 / 64;
+  const double log_run = std::log(std::max(static_cast<double>(run_time.count()), 1000.0));
+  log_typical_ = recorded_ == 1 ? log_run : log_typical_ + kWeight * (log_run - log_typical_);
+  typical_ns_ = std::exp(log_typical_);
   // Until the window is full every sample matters, the one that fills it included; afterwards
   // refresh every few records.
-  if (filling || ++since_refresh_ >= options_.refresh_every) {
-    refresh();
-    update_lifetime();
-  }
+  update_lifetime();
+  if (filling || ++since_refresh_ >= options_.refresh_every) refresh();
 }
 
 void ServiceTimeEstimator::age(TimePoint now) {
@@ -57,7 +61,7 @@ void ServiceTimeEstimator::age(TimePoint now) {
 void ServiceTimeEstimator::refresh() {
   since_refresh_ = 0;
   if (window_.empty()) {
-    central_ = tail_ = Duration::zero();
+    central_ = median_ = tail_ = Duration::zero();
     return;
   }
   scratch_.clear();
@@ -71,7 +75,13 @@ void ServiceTimeEstimator::refresh() {
   const std::size_t tail_at = rank_of(options_.quantile);
   std::nth_element(scratch_.begin(), scratch_.begin() + static_cast<std::ptrdiff_t>(median_at),
                    scratch_.end());
-  central_ = scratch_[median_at];
+  median_ = scratch_[median_at];
+  // The mean, for sums of work: over many jobs the median underestimates a skewed kind.
+  Duration::rep sum = 0;
+  for (const Duration d : scratch_) {
+    if (__builtin_add_overflow(sum, d.count(), &sum)) sum = Duration::max().count();
+  }
+  central_ = Duration{sum / static_cast<Duration::rep>(scratch_.size())};
   if (tail_at > median_at) {
     std::nth_element(scratch_.begin() + static_cast<std::ptrdiff_t>(median_at) + 1,
                      scratch_.begin() + static_cast<std::ptrdiff_t>(tail_at), scratch_.end());

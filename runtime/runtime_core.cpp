@@ -50,18 +50,23 @@ Load RuntimeCore::load_for(const KindState& ks, TimePoint now) const {
   const bool worker_idle = running_.size() < options_.workers;
   const bool slot_free = ks.group == 0 || ks.running < ks.limit;
   if (worker_idle && slot_free) return {};
-  // One step per worker (not per job): the earliest expected end of what runs.
-  Duration first_free = Duration::max();
-  Duration group_free = Duration::max();
+  // One step per worker (not per job): the work the running jobs still need, spread over the
+  // workers (or the group's slots) as the queued work is.
+  Duration all{};
+  Duration group{};
   for (const WorkerSlot& slot : busy_) {
     if (!slot.busy) continue;
     const Duration left = std::max(saturating_sub(slot.expected_end, now), Duration::zero());
-    first_free = std::min(first_free, left);
-    if (slot.group == ks.group) group_free = std::min(group_free, left);
+    auto add = [](Duration sum, Duration d) {
+      return d >= Duration::max() / 2 - sum ? Duration::max() / 2 : sum + d;
+    };
+    all = add(all, left);
+    if (slot.group == ks.group) group = add(group, left);
   }
-  return {.busy_for = worker_idle || first_free == Duration::max() ? Duration::zero() : first_free,
-          .group_busy_for = slot_free || group_free == Duration::max() ? Duration::zero()
-                                                                       : group_free};
+  return {.busy_for = worker_idle ? Duration::zero()
+                                  : all / static_cast<Duration::rep>(options_.workers),
+          .group_busy_for = slot_free ? Duration::zero()
+                                      : group / static_cast<Duration::rep>(std::max<std::size_t>(ks.limit, 1))};
 }
 
 void RuntimeCore::start() {
@@ -247,8 +252,9 @@ std::shared_ptr<Job> RuntimeCore::start(Job& job, TimePoint now, std::size_t wor
   job.make_cancel_state();
   ++job.kind_state->running;
   running_.insert(job);
-  busy_[worker] = {.expected_end = saturating_add(now, job.work > Duration::zero() ? job.work
-                                                                                  : job.estimate),
+  // The tail estimate, less what has run: for a kind of fixed length that is what is left; for
+  // a memoryless one (exponential run times) it stays near the mean on average.
+  busy_[worker] = {.expected_end = saturating_add(now, job.estimate),
                    .group = job.group,
                    .busy = true};
   wake_timer_for(job.deadline);

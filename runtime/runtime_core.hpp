@@ -96,7 +96,9 @@ class RuntimeCore final : public JobSource {
   // The bookkeeping when a handler returned: running set, bulkhead, estimate; requires mu_.
   void record_finished(Job& job, const Outcome& outcome);
   KindState& kind_state(const std::string& kind);  // requires mu_
-  // What running work means for a newcomer of `ks` at `now`; requires mu_. O(workers).
+  // What running work means for a newcomer of `ks` at `now`: zero when a worker (and a slot of
+  // its group) is idle, else the running jobs' expected rest ÷ workers (÷ the group's limit for
+  // the group's own jobs). Requires mu_. O(workers).
   Load load_for(const KindState& ks, TimePoint now) const;
   // Marks a job that left the queue without running as finished and hands over the runtime's
   // reference to it; requires mu_.
@@ -126,7 +128,7 @@ class RuntimeCore final : public JobSource {
   std::condition_variable drained_;     // queue and running set became empty while closing
   DeadlineQueue queue_;                               // guarded by mu_
   RunningSet running_;                                // guarded by mu_
-  // What each worker runs: when it is expected to end (start + central estimate) and its group.
+  // What each worker runs: when it is expected to end (start + tail estimate) and its group.
   struct WorkerSlot {
     TimePoint expected_end{};
     std::uint32_t group = 0;

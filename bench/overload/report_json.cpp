@@ -66,6 +66,8 @@ json::object point_json(const PointResult& r) {
           {"cancelled_while_running", r.cancelled_while_running},
           {"completed_late", r.completed_late},
           {"wasted_work_ratio", num(r.wasted_work_ratio)},
+          {"admitted_then_dropped", r.admitted_then_dropped},
+          {"admitted_then_dropped_ratio", num(r.admitted_then_dropped_ratio)},
           {"latency_p50_ms", num(r.latency_p50_ms, 3)},
           {"latency_p99_ms", num(r.latency_p99_ms, 3)},
           {"latency_p999_ms", num(r.latency_p999_ms, 3)},
@@ -138,6 +140,8 @@ bool write_json(const std::string& path, const RunInfo& info, std::span<const Po
         {"seed", o.seed},
         {"estimate_quantile", o.estimate_quantile},
         {"drop_if_cannot_finish", o.drop_if_cannot_finish},
+        {"stall", o.stall.on() ? format_duration(o.stall.length) + "@" + format_duration(o.stall.period)
+                               : std::string{}},
         {"target", o.target}}},
       {"capacity_per_s", num(info.capacity_per_s, 1)},
       {"capacity_note", info.capacity_note},

@@ -19,7 +19,7 @@
 // The prediction is the order `pop` really serves. Work ahead of a newcomer = the `work` of
 // every queued item of a higher class, plus that of items of its own class with an earlier or
 // equal deadline; items it overtakes do not delay it. Predicted start = now + work ahead ÷
-// workers + `Load::busy_for` (how long until a worker frees; zero when one is idle). For an
+// workers + `Load::busy_for` (what the running jobs still need, per worker). For an
 // item of a bulkhead group, also: now + the group's own work ahead (queued and parked, in the
 // same order) ÷ the group's limit + `Load::group_busy_for`; the later of the two counts.
 // Predicted finish = start + the newcomer's own `estimate` (a tail figure). Parked items delay
@@ -114,10 +114,12 @@ struct DeadlineQueueOptions {
   std::vector<std::size_t> group_limits{};
 };
 
-// What the caller knows about running work when an item is admitted.
+// What the caller knows about running work when an item is admitted: how long the running
+// jobs still keep the workers busy, e.g. the sum of their (estimate − elapsed, not below zero)
+// ÷ workers, and zero when a worker is idle.
 struct Load {
-  Duration busy_for{};        // until the first worker frees (estimate − elapsed); zero: idle
-  Duration group_busy_for{};  // the same for a slot of the newcomer's group
+  Duration busy_for{};
+  Duration group_busy_for{};  // the same for the newcomer's group: its running jobs ÷ its limit
 };
 
 struct Admission {

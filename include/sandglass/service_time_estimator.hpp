@@ -1,20 +1,21 @@
 // service_time_estimator.hpp — `ServiceTimeEstimator`: how long one kind of job usually runs,
 // learned from recent observed run times.
 //
-//   sandglass::ServiceTimeEstimator est;        // median and p90 of recent runs
+//   sandglass::ServiceTimeEstimator est;        // mean and p90 of recent runs
 //   est.record(12ms, now);
 //   est.age(later);                             // forgets samples that grew too old
-//   Duration ahead = est.central();             // the median: zero until the first sample
+//   Duration ahead = est.central();             // the mean: zero until the first sample
 //   Duration fit = est.tail();                  // the quantile (p90 by default)
 //
 // Two roles, two figures. Work queued ahead of a job is a sum of many runs, so it is predicted
-// with the median (`central`), which a few stalled or outlying runs do not move. Whether the
-// job itself finishes in time depends on its own run, so that is bounded by a high quantile
-// (`tail`).
+// with the mean (`central`): over many jobs, sums tend to the mean (the median would
+// undercount a skewed kind such as exponential run times by a third). Whether the job itself
+// finishes in time depends on its own run, so that is bounded by a high quantile (`tail`).
 //
 // Samples heal: the window keeps the last `window` samples, and a sample ages out once it is
-// older than `max_age`, or `age_in_runs` × the median if that is longer (so a slow kind keeps
-// enough samples, and a fast one forgets a stall quickly; see `sample_lifetime`). Rejected jobs never produce
+// older than `max_age`, or `age_in_runs` × the kind's typical run time if that is longer (so a
+// slow kind keeps enough samples, and a fast one forgets a stall quickly; see
+// `sample_lifetime`). Rejected jobs never produce
 // samples; aging is what stops a burst of slow runs from locking admission out at any
 // quantile: once the slow samples are gone the estimate is whatever is left, or zero (unknown,
 // which admission treats as "admit") when nothing is.
@@ -38,7 +39,7 @@ struct ServiceTimeEstimatorOptions {
   double quantile = 0.9;           // of `tail`, in (0, 1]
   std::size_t window = 128;        // most samples kept
   std::size_t refresh_every = 32;  // records between recomputations, once the window is full
-  // A sample ages out after the longer of `max_age` and `age_in_runs` × the median.
+  // A sample ages out after the longer of `max_age` and `age_in_runs` × the typical run time.
   // Duration::max() (or age_in_runs 0 with max_age max) keeps samples until displaced.
   Duration max_age = std::chrono::milliseconds{20};
   double age_in_runs = 10;
@@ -55,17 +56,19 @@ class ServiceTimeEstimator {
   // Drops samples too old at `now` (see the file comment). Call before reading the figures.
   void age(TimePoint now);
 
-  // The median of the kept samples; zero when there are none.
+  // The mean of the kept samples; zero when there are none.
   Duration central() const noexcept { return central_; }
+  // Their median; zero when there are none.
+  Duration median() const noexcept { return median_; }
   // The configured quantile of the kept samples; zero when there are none.
   Duration tail() const noexcept { return tail_; }
   Duration estimate() const noexcept { return tail_; }  // the same as tail()
   // Samples recorded since construction, and those kept now.
   std::size_t samples() const noexcept { return recorded_; }
   std::size_t kept() const noexcept { return window_.size(); }
-  // How long a sample is kept: the longer of max_age and age_in_runs × the median as of the
-  // last refresh by `record` (aging alone does not lengthen it, or the slow samples a stall
-  // left behind would outlive the fast ones and keep themselves alive).
+  // How long a sample is kept: the longer of max_age and age_in_runs × the typical run time, a
+  // slowly moving geometric mean of every run recorded (not of the window: after a stall the
+  // window may hold only the slow runs it caused, which must not keep themselves alive).
   Duration sample_lifetime() const noexcept { return lifetime_; }
 
  private:
@@ -83,8 +86,11 @@ class ServiceTimeEstimator {
   std::size_t since_refresh_ = 0;
   TimePoint next_age_check_ = TimePoint::min();
   Duration central_{};
+  Duration median_{};
   Duration tail_{};
   Duration lifetime_{};
+  double log_typical_ = 0;  // ln of the typical run time in ns
+  double typical_ns_ = 0;
 };
 
 }  // namespace sandglass
