@@ -29,6 +29,7 @@ Run run_policy(const Options& o, const std::string& name, double load, double ca
                             .capacity = o.capacity,
                             .body = o.body,
                             .estimate_quantile = o.estimate_quantile,
+                            .estimate_max_age = o.estimate_max_age,
                             .drop_if_cannot_finish = o.drop_if_cannot_finish};
   std::unique_ptr<Policy> policy = make_policy(name, popts);
   warm_up(*policy, o.service, o.workers, o.warm_up_jobs, o.seed + 17);

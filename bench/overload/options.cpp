@@ -53,7 +53,7 @@ Options parse_options(int argc, char** argv) {
   std::string policies, loads, duration, body = "sleep", service = o.service.describe(),
               deadline = "20ms", capacity_duration;
   bool no_drop = false;
-  std::string soak, soak_warm_up, sigterm_phase, stall;
+  std::string soak, soak_warm_up, sigterm_phase, stall, estimate_max_age;
   bool no_sigterm = false;
   std::int64_t drain_timeout_ms = o.drain_timeout.count();
   CLI::App app{
@@ -83,6 +83,8 @@ Options parse_options(int argc, char** argv) {
   app.add_flag("--verbose", o.verbose, "print diagnostics under each row (generator lag, utilization, ...)");
   app.add_option("--estimate-quantile", o.estimate_quantile, "sandglass: quantile of a kind's run times that must fit before the deadline (0.99, the Runtime's default)")
       ->check(CLI::Range(0.01, 1.0));
+  app.add_option("--estimate-max-age", estimate_max_age,
+                 "sandglass: a run time is forgotten after this, or 10 typical runs if longer (20ms, the Runtime's default)");
   app.add_flag("--no-drop-if-cannot-finish", no_drop, "sandglass: do not drop at dequeue what cannot finish");
   app.add_option("--capacity-duration", capacity_duration, "how long to measure capacity (3s)");
   app.add_option("--warm-up-jobs", o.warm_up_jobs, "jobs run through each policy before each point (256)");
@@ -160,6 +162,7 @@ Options parse_options(int argc, char** argv) {
   } catch (const std::invalid_argument& e) {
     fail("--deadline", e.what());
   }
+  if (!estimate_max_age.empty()) o.estimate_max_age = parse_d("--estimate-max-age", estimate_max_age);
   if (!stall.empty()) {
     try {
       o.stall = parse_stall(stall);

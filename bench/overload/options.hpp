@@ -3,7 +3,7 @@
 //   sandglass-overload [--policies fifo,bounded-fifo,drop-expired,sandglass]
 //                      [--load 0.5,1,2,5,10] [--duration 3s] [--workers 8] [--body sleep|spin]
 //                      [--service exp:2ms] [--deadline 20ms|mix:10ms@0.5,1s@0.5]
-//                      [--stall 50ms@1s] [--seed 1] [--json FILE]
+//                      [--stall 50ms@1s] [--estimate-max-age 20ms] [--seed 1] [--json FILE]
 //                      [--plot FILE.svg|.png] [--spike] [--target http://127.0.0.1:PORT]
 //                      [--smoke] ...
 //   sandglass-overload --soak 60s (--sandglassd PATH | --target http://127.0.0.1:PORT) ...
@@ -45,6 +45,7 @@ struct Options {
   bool verbose = false;  // a diagnostics line under each table row
   // Sandglass's knobs: the Runtime's defaults (bench/README.md shows what other quantiles do).
   double estimate_quantile = 0.99;  // the Runtime's default
+  Duration estimate_max_age = std::chrono::milliseconds{20};  // the Runtime's default
   bool drop_if_cannot_finish = true;
   // Measurement.
   Duration capacity_duration = std::chrono::seconds{3};

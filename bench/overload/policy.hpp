@@ -35,6 +35,7 @@ struct PolicyOptions {
   Body body = Body::sleep;
   // Sandglass's knobs (RuntimeOptions).
   double estimate_quantile = 0.99;  // the Runtime's default
+  Duration estimate_max_age = std::chrono::milliseconds{20};  // the Runtime's default
   bool drop_if_cannot_finish = true;
 };
 

@@ -139,6 +139,7 @@ bool write_json(const std::string& path, const RunInfo& info, std::span<const Po
         {"duration", format_duration(o.duration)},
         {"seed", o.seed},
         {"estimate_quantile", o.estimate_quantile},
+        {"estimate_max_age", format_duration(o.estimate_max_age)},
         {"drop_if_cannot_finish", o.drop_if_cannot_finish},
         {"stall", o.stall.on() ? format_duration(o.stall.length) + "@" + format_duration(o.stall.period)
                                : std::string{}},

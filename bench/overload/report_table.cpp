@@ -54,8 +54,8 @@ void print_settings(std::FILE* out, const RunInfo& info) {
              "{} per point, seed {}\n",
              info.mode, o.workers, o.capacity, to_string(o.body), o.service.describe(),
              o.deadline.describe(), format_duration(o.duration), o.seed);
-  fmt::print(out, "# sandglass: estimate_quantile {}, drop_if_cannot_finish {}\n",
-             o.estimate_quantile, o.drop_if_cannot_finish);
+  fmt::print(out, "# sandglass: estimate_quantile {}, estimate_max_age {}, drop_if_cannot_finish {}\n",
+             o.estimate_quantile, format_duration(o.estimate_max_age), o.drop_if_cannot_finish);
   if (o.stall.on()) {
     fmt::print(out, "# stall: the process is stopped for {} once every {} while each point runs\n",
                format_duration(o.stall.length), format_duration(o.stall.period));

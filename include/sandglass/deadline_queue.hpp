@@ -17,14 +17,14 @@
 // else queue_full.
 //
 // The prediction is the order `pop` really serves. Work ahead of a newcomer = the `work` of
-// every queued item of a higher class, plus that of items of its own class with an earlier or
-// equal deadline; items it overtakes do not delay it. Predicted start = now + work ahead ÷
+// every queued item of a higher class (parked ones included), plus that of the unparked items
+// of its own class with an earlier or equal deadline; items it overtakes do not delay it. Predicted start = now + work ahead ÷
 // workers + `Load::busy_for` (what the running jobs still need, per worker). For an
 // item of a bulkhead group, also: now + the group's own work ahead (queued and parked, in the
 // same order) ÷ the group's limit + `Load::group_busy_for`; the later of the two counts.
-// Predicted finish = start + the newcomer's own `estimate` (a tail figure). Parked items delay
-// only their own group in the prediction. An item without an estimate (its kind has no
-// samples yet) is never rejected as implausible and counts no work.
+// Predicted finish = start + the newcomer's own `estimate` (a tail figure). Parked items of the
+// newcomer's class delay only newcomers of their own group. An item without an estimate (its
+// kind has no samples yet) is never rejected as implausible and counts no work.
 //
 // Promises kept: an admitted item has a latest useful start, deadline − estimate. A newcomer
 // that overtakes items of its own class delays each of them by its work ÷ workers; it is
