@@ -3,8 +3,9 @@
 // guarded by one mutex.
 //
 // One timer thread serves every job: it sleeps until the earliest deadline of any queued or
-// running job, removes queued jobs whose deadline passed (expired_in_queue) and cancels
-// running ones with cause `deadline`; with an `on_overrun` callback it also wakes when a
+// running job (for queued jobs with drop_if_cannot_finish, the latest useful start: deadline −
+// the kind's tail estimate), removes queued jobs whose deadline passed (expired_in_queue) or
+// that can no longer finish (too_late_to_start) and cancels running ones with cause `deadline`; with an `on_overrun` callback it also wakes when a
 // cancelled job that still runs becomes overrunning, and reports it. Submitting or starting a job wakes it only when that
 // job's deadline is earlier than the one it sleeps for.
 //
