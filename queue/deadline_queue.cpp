@@ -2,34 +2,308 @@
 
 #include <algorithm>
 #include <cassert>
+#include <limits>
+#include <tuple>
 
 namespace sandglass {
 
-DeadlineQueue::DeadlineQueue(DeadlineQueueOptions options) : options_{options} {
+namespace {
+
+constexpr std::int64_t kInf = std::numeric_limits<std::int64_t>::max();
+
+std::int64_t add_sat(std::int64_t a, std::int64_t b) noexcept {
+  std::int64_t sum = 0;
+  if (__builtin_add_overflow(a, b, &sum)) return b > 0 ? kInf : std::numeric_limits<std::int64_t>::min();
+  return sum;
+}
+
+std::int64_t ns(Duration d) noexcept { return std::chrono::nanoseconds{d}.count(); }
+
+Duration from_ns(std::int64_t v) noexcept { return std::chrono::nanoseconds{v}; }
+
+}  // namespace
+
+// Treap operations over one of QueueItem's nodes. Keys are (class, deadline, arrival): unique,
+// so an item is found again by descending from the root.
+struct QueueTree {
+  using NodeOf = QueueItem::Node QueueItem::*;
+  static constexpr NodeOf kItems = &QueueItem::node_;
+  static constexpr NodeOf kGroup = &QueueItem::group_node_;
+
+  template <NodeOf N>
+  static QueueItem::Node& node(QueueItem* x) noexcept {
+    return x->*N;
+  }
+  template <NodeOf N>
+  static std::int64_t sum(const QueueItem* x) noexcept {
+    return x == nullptr ? 0 : (x->*N).sum;
+  }
+  template <NodeOf N>
+  static std::int64_t min_slack(const QueueItem* x) noexcept {
+    return x == nullptr ? kInf : (x->*N).min_slack;
+  }
+  template <NodeOf N>
+  static TimePoint min_drop(const QueueItem* x) noexcept {
+    return x == nullptr ? TimePoint::max() : (x->*N).min_drop;
+  }
+
+  static bool less(const QueueItem& a, const QueueItem& b) noexcept {
+    return std::tie(a.priority, a.deadline, a.seq_) < std::tie(b.priority, b.deadline, b.seq_);
+  }
+
+  template <NodeOf N>
+  static void pull(QueueItem* x) noexcept {
+    QueueItem::Node& n = x->*N;
+    const std::int64_t left_sum = sum<N>(n.left);
+    n.sum = add_sat(add_sat(left_sum, x->counted_), sum<N>(n.right));
+    n.min_slack = std::min({min_slack<N>(n.left), add_sat(x->scaled_latest_, -left_sum),
+                            add_sat(add_sat(min_slack<N>(n.right), -left_sum), -x->counted_)});
+    n.min_drop = std::min({min_drop<N>(n.left), x->drop_at_, min_drop<N>(n.right)});
+  }
+
+  // Splits `t` into the items before `key` and the rest.
+  template <NodeOf N>
+  static void split(QueueItem* t, const QueueItem& key, QueueItem*& before, QueueItem*& rest) {
+    if (t == nullptr) {
+      before = rest = nullptr;
+      return;
+    }
+    QueueItem::Node& n = t->*N;
+    if (less(*t, key)) {
+      split<N>(n.right, key, n.right, rest);
+      before = t;
+    } else {
+      split<N>(n.left, key, before, n.left);
+      rest = t;
+    }
+    pull<N>(t);
+  }
+
+  template <NodeOf N>
+  static QueueItem* merge(QueueItem* a, QueueItem* b) {
+    if (a == nullptr) return b;
+    if (b == nullptr) return a;
+    if ((a->*N).heap >= (b->*N).heap) {
+      (a->*N).right = merge<N>((a->*N).right, b);
+      pull<N>(a);
+      return a;
+    }
+    (b->*N).left = merge<N>(a, (b->*N).left);
+    pull<N>(b);
+    return b;
+  }
+
+  template <NodeOf N>
+  static void insert(QueueItem*& root, QueueItem& x, std::uint32_t heap) {
+    QueueItem::Node& n = x.*N;
+    n.left = n.right = nullptr;
+    n.heap = heap;
+    pull<N>(&x);
+    QueueItem* before = nullptr;
+    QueueItem* rest = nullptr;
+    split<N>(root, x, before, rest);
+    root = merge<N>(merge<N>(before, &x), rest);
+  }
+
+  template <NodeOf N>
+  static QueueItem* erase(QueueItem* t, const QueueItem& x) {
+    assert(t != nullptr);
+    if (t == &x) {
+      QueueItem::Node& n = t->*N;
+      QueueItem* joined = merge<N>(n.left, n.right);
+      n.left = n.right = nullptr;
+      return joined;
+    }
+    QueueItem::Node& n = t->*N;
+    if (less(x, *t)) {
+      n.left = erase<N>(n.left, x);
+    } else {
+      n.right = erase<N>(n.right, x);
+    }
+    pull<N>(t);
+    return t;
+  }
+
+  template <NodeOf N>
+  static QueueItem* leftmost(QueueItem* t) noexcept {
+    if (t == nullptr) return nullptr;
+    while ((t->*N).left != nullptr) t = (t->*N).left;
+    return t;
+  }
+  template <NodeOf N>
+  static QueueItem* rightmost(QueueItem* t) noexcept {
+    if (t == nullptr) return nullptr;
+    while ((t->*N).right != nullptr) t = (t->*N).right;
+    return t;
+  }
+
+  // Work of the items before `key`.
+  template <NodeOf N>
+  static std::int64_t prefix(const QueueItem* t, const QueueItem& key) noexcept {
+    std::int64_t acc = 0;
+    while (t != nullptr) {
+      const QueueItem::Node& n = t->*N;
+      if (less(*t, key)) {
+        acc = add_sat(acc, add_sat(sum<N>(n.left), t->counted_));
+        t = n.right;
+      } else {
+        t = n.left;
+      }
+    }
+    return acc;
+  }
+
+  // The least (scaled latest start − work before it) over the items after `key`.
+  template <NodeOf N>
+  static std::int64_t min_slack_after(const QueueItem* t, const QueueItem& key) noexcept {
+    std::int64_t best = kInf;
+    std::int64_t acc = 0;
+    while (t != nullptr) {
+      const QueueItem::Node& n = t->*N;
+      const std::int64_t before_t = add_sat(acc, sum<N>(n.left));
+      if (less(key, *t)) {
+        best = std::min(best, add_sat(t->scaled_latest_, -before_t));
+        best = std::min(best, add_sat(add_sat(min_slack<N>(n.right), -before_t), -t->counted_));
+        t = n.left;
+      } else {
+        acc = add_sat(before_t, t->counted_);
+        t = n.right;
+      }
+    }
+    return best;
+  }
+
+  // The item with the earliest drop time.
+  template <NodeOf N>
+  static QueueItem* first_to_drop(QueueItem* t) noexcept {
+    while (t != nullptr) {
+      const QueueItem::Node& n = t->*N;
+      if (n.left != nullptr && min_drop<N>(n.left) == n.min_drop) {
+        t = n.left;
+      } else if (t->drop_at_ == n.min_drop) {
+        return t;
+      } else {
+        t = n.right;
+      }
+    }
+    return nullptr;
+  }
+
+  template <NodeOf N>
+  static void clear(QueueItem* t) noexcept {
+    if (t == nullptr) return;
+    clear<N>((t->*N).left);
+    clear<N>((t->*N).right);
+    (t->*N).left = (t->*N).right = nullptr;
+    t->place_ = QueueItem::Place::none;
+    t->unparked_ = false;
+  }
+};
+
+namespace {
+constexpr auto kItems = QueueTree::kItems;
+constexpr auto kGroup = QueueTree::kGroup;
+}  // namespace
+
+DeadlineQueue::DeadlineQueue(DeadlineQueueOptions options) : options_{std::move(options)} {
   options_.workers = std::max<std::size_t>(options_.workers, 1);
+  for (std::size_t& limit : options_.group_limits) limit = std::max<std::size_t>(limit, 1);
+  groups_.resize(options_.group_limits.size());
 }
 
 DeadlineQueue::~DeadlineQueue() {
-  // Unlinks what is left (safe-mode hooks assert when destroyed linked) and marks it unqueued.
-  auto forget = [](QueueItem* item) { item->place_ = QueueItem::Place::none; };
+  // Marks what is left unqueued.
   for (Class& c : classes_) {
-    c.items.clear_and_dispose(forget);
-    for (Set& parked : c.parked_by_group) parked.clear_and_dispose(forget);
+    QueueTree::clear<kItems>(c.items.root);
+    for (Tree& parked : c.parked_by_group) QueueTree::clear<kItems>(parked.root);
   }
 }
 
-Admission DeadlineQueue::admit(QueueItem& item, TimePoint now) {
+std::uint32_t DeadlineQueue::next_heap() noexcept {
+  // xorshift64: the treap only needs priorities that do not follow the keys.
+  rng_ ^= rng_ << 13;
+  rng_ ^= rng_ >> 7;
+  rng_ ^= rng_ << 17;
+  return static_cast<std::uint32_t>(rng_ >> 32);
+}
+
+std::size_t DeadlineQueue::limit_of(std::uint32_t group) const noexcept {
+  if (group == 0 || group > options_.group_limits.size()) return options_.workers;
+  return options_.group_limits[group - 1];
+}
+
+DeadlineQueue::Group& DeadlineQueue::group_of(std::uint32_t group) {
+  if (group > groups_.size()) groups_.resize(group);
+  return groups_[group - 1];
+}
+
+std::int64_t DeadlineQueue::higher_work(Priority priority) const noexcept {
+  std::int64_t sum = 0;
+  for (std::size_t p = 0; p < static_cast<std::size_t>(priority); ++p) {
+    sum = add_sat(sum, classes_[p].work);
+  }
+  return sum;
+}
+
+std::int64_t DeadlineQueue::scaled(TimePoint t) const noexcept {
+  // Relative to the origin, clamped to ±2^50 ns (13 days), then × workers (≤ 2^12 counted).
+  constexpr std::int64_t kSpan = std::int64_t{1} << 50;
+  const std::int64_t rel = std::clamp<std::int64_t>(ns(saturating_sub(t, origin_)), -kSpan, kSpan);
+  const auto workers = static_cast<std::int64_t>(std::min<std::size_t>(options_.workers, 4096));
+  return rel * workers;
+}
+
+TimePoint DeadlineQueue::predicted_start(const QueueItem& item, TimePoint now, Load load) const {
+  QueueItem key = {};
+  key.priority = item.priority;
+  key.deadline = item.deadline;
+  key.seq_ = std::numeric_limits<std::uint64_t>::max();  // after every queued item's arrival
+  const Class& c = classes_[static_cast<std::size_t>(item.priority)];
+  const std::int64_t ahead = add_sat(higher_work(item.priority), QueueTree::prefix<kItems>(c.items.root, key));
+  TimePoint start = saturating_add(
+      saturating_add(now, from_ns(ahead / static_cast<std::int64_t>(options_.workers))),
+      std::max(load.busy_for, Duration::zero()));
+  if (item.group != 0 && item.group <= groups_.size()) {
+    const std::int64_t group_ahead = QueueTree::prefix<kGroup>(groups_[item.group - 1].all.root, key);
+    const auto limit = static_cast<std::int64_t>(limit_of(item.group));
+    start = std::max(start, saturating_add(saturating_add(now, from_ns(group_ahead / limit)),
+                                           std::max(load.group_busy_for, Duration::zero())));
+  }
+  return start;
+}
+
+Admission DeadlineQueue::admit(QueueItem& item, TimePoint now, Load load) {
   assert(item.place_ == QueueItem::Place::none);
   if (closed_) return {Reason::shutting_down};
+  if (!has_origin_) {
+    origin_ = now;
+    has_origin_ = true;
+  }
   item.estimate = std::max(item.estimate, Duration::zero());
+  item.work = std::max(item.work, Duration::zero());
   const Duration left = item.deadline.remaining(now);
   if (left < options_.min_useful || left == Duration::zero()) return {Reason::budget_too_small};
+  item.counted_ = ns(item.work > Duration::zero() ? item.work : item.estimate);
   if (item.estimate > Duration::zero()) {
-    const auto workers = static_cast<Duration::rep>(options_.workers);
-    const Duration wait = work_ahead(item.priority) / workers;
-    if (saturating_add(saturating_add(now, wait), item.estimate) > item.deadline.time_point()) {
+    const TimePoint start = predicted_start(item, now, load);
+    if (saturating_add(start, item.estimate) > item.deadline.time_point()) {
       return {Reason::deadline_implausible};
     }
+  }
+  if (item.counted_ > 0) {
+    // The tightest item this one would overtake in its class, in workers × time: its latest
+    // start against when it is predicted to start (now + busy_for + work before it ÷ workers).
+    QueueItem key = {};
+    key.priority = item.priority;
+    key.deadline = item.deadline;
+    key.seq_ = std::numeric_limits<std::uint64_t>::max();
+    const Class& c = class_of(item);
+    const std::int64_t base = add_sat(
+        scaled(saturating_add(now, std::max(load.busy_for, Duration::zero()))),
+        higher_work(item.priority));
+    const std::int64_t tightest = QueueTree::min_slack_after<kItems>(c.items.root, key);
+    const std::int64_t slack = add_sat(tightest, -base);
+    if (tightest != kInf && slack >= 0 && slack < item.counted_) return {Reason::deadline_implausible};
   }
   Admission admission;
   if (size_ >= options_.capacity) {
@@ -44,11 +318,12 @@ QueueItem* DeadlineQueue::shed_for(Priority newcomer) noexcept {
   // The lowest non-empty class below the newcomer's gives up its latest item, parked or not.
   for (std::size_t p = kPriorityCount; p-- > static_cast<std::size_t>(newcomer) + 1;) {
     Class& c = classes_[p];
-    QueueItem* victim = c.items.empty() ? nullptr : &*std::prev(c.items.end());
-    for (Set& parked : c.parked_by_group) {
-      if (parked.empty()) continue;
-      QueueItem& latest = *std::prev(parked.end());
-      if (victim == nullptr || victim->deadline < latest.deadline) victim = &latest;
+    QueueItem* victim = QueueTree::rightmost<kItems>(c.items.root);
+    for (Tree& parked : c.parked_by_group) {
+      QueueItem* latest = QueueTree::rightmost<kItems>(parked.root);
+      if (latest != nullptr && (victim == nullptr || victim->deadline < latest->deadline)) {
+        victim = latest;
+      }
     }
     if (victim != nullptr) {
       unlink(*victim);
@@ -58,62 +333,121 @@ QueueItem* DeadlineQueue::shed_for(Priority newcomer) noexcept {
   return nullptr;
 }
 
+QueueItem* DeadlineQueue::front() noexcept {
+  for (Class& c : classes_) {
+    if (c.items.root != nullptr) return QueueTree::leftmost<kItems>(c.items.root);
+  }
+  return nullptr;
+}
+
+void DeadlineQueue::refill(const std::function<bool(std::uint32_t)>& can_start) {
+  if (!can_start) return;
+  for (std::uint32_t g = 1; g <= groups_.size(); ++g) {
+    const Group& group = groups_[g - 1];
+    if (group.parked > 0 && group.unparked == 0 && can_start(g)) unpark_one(g);
+  }
+}
+
 QueueItem* DeadlineQueue::pop(TimePoint now, std::vector<DroppedItem>& dropped,
                               const std::function<bool(std::uint32_t)>& can_start) {
-  for (Class& c : classes_) {
-    while (!c.items.empty()) {
-      QueueItem& item = *c.items.begin();
-      if (item.deadline.expired(now)) {
-        unlink(item);
-        dropped.push_back({&item, Reason::expired_in_queue});
-        continue;
-      }
-      if (options_.drop_if_cannot_finish && item.deadline.remaining(now) < item.estimate) {
-        unlink(item);
-        dropped.push_back({&item, Reason::too_late_to_start});
-        continue;
-      }
-      if (item.group != 0 && can_start && !can_start(item.group)) {
-        c.items.erase(c.items.iterator_to(item));
-        parked_set(c, item.group).insert(item);
-        item.place_ = QueueItem::Place::parked;
-        ++c.parked;
-        continue;
-      }
-      unlink(item);
-      return &item;
+  refill(can_start);
+  while (QueueItem* found = front()) {
+    QueueItem& item = *found;
+    Reason drop = Reason::ok;
+    if (item.deadline.expired(now)) {
+      drop = Reason::expired_in_queue;
+    } else if (options_.drop_if_cannot_finish && item.deadline.remaining(now) < item.estimate) {
+      drop = Reason::too_late_to_start;
     }
+    if (drop != Reason::ok) {
+      const bool was_unparked = item.unparked_;
+      unlink(item);
+      dropped.push_back({&item, drop});
+      if (was_unparked) refill(can_start);  // the next parked item takes its turn at once
+      continue;
+    }
+    if (item.group != 0 && can_start && !can_start(item.group)) {
+      park(item);
+      continue;
+    }
+    unlink(item);
+    return &item;
   }
   return nullptr;
 }
 
 void DeadlineQueue::expire(TimePoint now, std::vector<DroppedItem>& dropped) {
-  auto drain_expired = [&](Set& items) {
-    while (!items.empty() && items.begin()->deadline.expired(now)) {
-      QueueItem& item = *items.begin();
+  auto drain = [&](Tree& tree) {
+    while (tree.root != nullptr && (tree.root->*kItems).min_drop <= now) {
+      QueueItem& item = *QueueTree::first_to_drop<kItems>(tree.root);
+      const bool expired = item.deadline.expired(now);
+      if (!expired && !(options_.drop_if_cannot_finish && item.deadline.remaining(now) < item.estimate)) {
+        return;  // exactly at its latest start: not late yet (next_drop_time says when)
+      }
       unlink(item);
-      dropped.push_back({&item, Reason::expired_in_queue});
+      dropped.push_back({&item, expired ? Reason::expired_in_queue : Reason::too_late_to_start});
     }
   };
   for (Class& c : classes_) {
-    drain_expired(c.items);
-    for (Set& parked : c.parked_by_group) drain_expired(parked);
+    drain(c.items);
+    for (Tree& parked : c.parked_by_group) drain(parked);
   }
 }
 
-bool DeadlineQueue::unpark(std::uint32_t group) {
-  if (group == 0) return false;
+Deadline DeadlineQueue::next_drop_time() const noexcept {
+  TimePoint next = TimePoint::max();
+  for (const Class& c : classes_) {
+    next = std::min(next, QueueTree::min_drop<kItems>(c.items.root));
+    for (const Tree& parked : c.parked_by_group) {
+      next = std::min(next, QueueTree::min_drop<kItems>(parked.root));
+    }
+  }
+  if (next == TimePoint::max()) return Deadline::never();
+  // A latest start is passed one tick after it (less time left than the estimate).
+  return Deadline::at(options_.drop_if_cannot_finish ? saturating_add(next, Duration{1}) : next);
+}
+
+void DeadlineQueue::park(QueueItem& item) {
+  Class& c = class_of(item);
+  c.items.root = QueueTree::erase<kItems>(c.items.root, item);
+  --c.items.size;
+  Group& group = group_of(item.group);
+  if (item.unparked_) {
+    item.unparked_ = false;
+    --group.unparked;
+  }
+  Tree& parked = parked_tree(c, item.group);
+  QueueTree::insert<kItems>(parked.root, item, next_heap());
+  ++parked.size;
+  ++c.parked;
+  ++group.parked;
+  item.place_ = QueueItem::Place::parked;
+}
+
+bool DeadlineQueue::unpark_one(std::uint32_t group) {
   for (Class& c : classes_) {
-    if (group > c.parked_by_group.size() || c.parked_by_group[group - 1].empty()) continue;
-    Set& parked = c.parked_by_group[group - 1];
-    QueueItem& item = *parked.begin();
-    parked.erase(parked.iterator_to(item));
+    if (group > c.parked_by_group.size()) continue;
+    Tree& parked = c.parked_by_group[group - 1];
+    if (parked.root == nullptr) continue;
+    QueueItem& item = *QueueTree::leftmost<kItems>(parked.root);
+    parked.root = QueueTree::erase<kItems>(parked.root, item);
+    --parked.size;
     --c.parked;
-    c.items.insert(item);
+    Group& g = groups_[group - 1];
+    --g.parked;
+    ++g.unparked;
+    QueueTree::insert<kItems>(c.items.root, item, next_heap());
+    ++c.items.size;
     item.place_ = QueueItem::Place::queued;
+    item.unparked_ = true;
     return true;
   }
   return false;
+}
+
+bool DeadlineQueue::unpark(std::uint32_t group) {
+  if (group == 0 || group > groups_.size()) return false;
+  return unpark_one(group);
 }
 
 bool DeadlineQueue::remove(QueueItem& item) noexcept {
@@ -125,56 +459,68 @@ bool DeadlineQueue::remove(QueueItem& item) noexcept {
 std::vector<QueueItem*> DeadlineQueue::take_all() {
   std::vector<QueueItem*> all;
   all.reserve(size_);
-  auto take = [&](Set& items) {
-    while (!items.empty()) {
-      QueueItem& item = *items.begin();
+  auto take = [&](Tree& tree) {
+    while (tree.root != nullptr) {
+      QueueItem& item = *QueueTree::leftmost<kItems>(tree.root);
       unlink(item);
       all.push_back(&item);
     }
   };
   for (Class& c : classes_) take(c.items);
   for (Class& c : classes_) {
-    for (Set& parked : c.parked_by_group) take(parked);
+    for (Tree& parked : c.parked_by_group) take(parked);
   }
   return all;
 }
 
 Deadline DeadlineQueue::earliest_deadline() const noexcept {
   Deadline earliest = Deadline::never();
-  for (const Class& c : classes_) {
-    if (!c.items.empty()) earliest = earlier(earliest, c.items.begin()->deadline);
-    for (const Set& parked : c.parked_by_group) {
-      if (!parked.empty()) earliest = earlier(earliest, parked.begin()->deadline);
+  auto consider = [&](const Tree& tree) {
+    if (const QueueItem* first = QueueTree::leftmost<kItems>(tree.root)) {
+      earliest = earlier(earliest, first->deadline);
     }
+  };
+  for (const Class& c : classes_) {
+    consider(c.items);
+    for (const Tree& parked : c.parked_by_group) consider(parked);
   }
   return earliest;
 }
 
 std::size_t DeadlineQueue::size(Priority priority) const noexcept {
   const Class& c = classes_[static_cast<std::size_t>(priority)];
-  return c.items.size() + c.parked;
+  return c.items.size + c.parked;
+}
+
+std::size_t DeadlineQueue::parked(std::uint32_t group) const noexcept {
+  if (group == 0 || group > groups_.size()) return 0;
+  return groups_[group - 1].parked;
 }
 
 Duration DeadlineQueue::work_ahead(Priority priority) const noexcept {
-  Duration sum{};
-  for (std::size_t p = 0; p <= static_cast<std::size_t>(priority); ++p) {
-    if (classes_[p].work > Duration::max() - sum) return Duration::max();
-    sum += classes_[p].work;
-  }
-  return sum;
+  return from_ns(add_sat(higher_work(priority), classes_[static_cast<std::size_t>(priority)].work));
 }
 
-DeadlineQueue::Set& DeadlineQueue::parked_set(Class& c, std::uint32_t group) {
+DeadlineQueue::Tree& DeadlineQueue::parked_tree(Class& c, std::uint32_t group) {
   if (group > c.parked_by_group.size()) c.parked_by_group.resize(group);
   return c.parked_by_group[group - 1];
 }
 
 void DeadlineQueue::link(QueueItem& item) {
   Class& c = class_of(item);
-  // Jobs with equal budgets arrive in deadline order: then the end is the right place and the
-  // hint makes the insertion O(1) amortised.
-  c.items.insert(c.items.end(), item);
-  c.work += item.estimate;
+  item.seq_ = ++next_seq_;
+  const TimePoint latest_start = saturating_add(item.deadline.time_point(), -item.estimate);
+  item.scaled_latest_ = scaled(latest_start);
+  item.drop_at_ = options_.drop_if_cannot_finish ? latest_start : item.deadline.time_point();
+  item.unparked_ = false;
+  QueueTree::insert<kItems>(c.items.root, item, next_heap());
+  ++c.items.size;
+  c.work = add_sat(c.work, item.counted_);
+  if (item.group != 0) {
+    Group& group = group_of(item.group);
+    QueueTree::insert<kGroup>(group.all.root, item, next_heap());
+    ++group.all.size;
+  }
   item.place_ = QueueItem::Place::queued;
   ++size_;
 }
@@ -182,13 +528,23 @@ void DeadlineQueue::link(QueueItem& item) {
 void DeadlineQueue::unlink(QueueItem& item) noexcept {
   Class& c = class_of(item);
   if (item.place_ == QueueItem::Place::parked) {
-    Set& parked = c.parked_by_group[item.group - 1];
-    parked.erase(parked.iterator_to(item));
+    Tree& parked = c.parked_by_group[item.group - 1];
+    parked.root = QueueTree::erase<kItems>(parked.root, item);
+    --parked.size;
     --c.parked;
+    --groups_[item.group - 1].parked;
   } else {
-    c.items.erase(c.items.iterator_to(item));
+    c.items.root = QueueTree::erase<kItems>(c.items.root, item);
+    --c.items.size;
+    if (item.unparked_) --groups_[item.group - 1].unparked;
   }
-  c.work -= item.estimate;
+  if (item.group != 0) {
+    Group& group = groups_[item.group - 1];
+    group.all.root = QueueTree::erase<kGroup>(group.all.root, item);
+    --group.all.size;
+  }
+  c.work = add_sat(c.work, -item.counted_);
+  item.unparked_ = false;
   item.place_ = QueueItem::Place::none;
   --size_;
 }

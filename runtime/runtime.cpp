@@ -16,6 +16,9 @@ std::string RuntimeOptions::validate() const {
   if (!(estimate_quantile > 0.0 && estimate_quantile <= 1.0)) {
     return "estimate_quantile: must be in (0, 1]";
   }
+  if (estimate_window == 0) return "estimate_window: must be at least 1";
+  if (estimate_max_age < Duration::zero()) return "estimate_max_age: must not be negative";
+  if (!(estimate_age_in_runs >= 0)) return "estimate_age_in_runs: must not be negative";
   if (overrun_after <= Duration::zero()) return "overrun_after: must be positive";
   return {};
 }

@@ -9,10 +9,14 @@ namespace sandglass::detail {
 namespace {
 
 DeadlineQueueOptions queue_options(const RuntimeOptions& o) {
+  // Bulkhead groups are numbered in kind_limits' order (see the constructor).
+  std::vector<std::size_t> limits;
+  for (const auto& [kind, limit] : o.kind_limits) limits.push_back(limit);
   return {.capacity = o.capacity,
           .workers = o.workers,
           .min_useful = o.budget.min_useful,
-          .drop_if_cannot_finish = o.drop_if_cannot_finish};
+          .drop_if_cannot_finish = o.drop_if_cannot_finish,
+          .group_limits = std::move(limits)};
 }
 
 Job& job_of(QueueItem* item) { return static_cast<Job&>(*item); }
@@ -26,7 +30,7 @@ Overrun overrun_of(const Job& job, TimePoint now) {
 }  // namespace
 
 RuntimeCore::RuntimeCore(RuntimeOptions options)
-    : options_{std::move(options)}, queue_{queue_options(options_)} {
+    : options_{std::move(options)}, queue_{queue_options(options_)}, busy_(options_.workers) {
   // Bulkhead kinds get their groups up front so that pop() never grows a vector under load.
   for (const auto& [kind, limit] : options_.kind_limits) {
     KindState& ks = kind_state(kind);
@@ -42,6 +46,29 @@ RuntimeCore::RuntimeCore(RuntimeOptions options)
 
 RuntimeCore::~RuntimeCore() = default;
 
+Load RuntimeCore::load_for(const KindState& ks, TimePoint now) const {
+  const bool worker_idle = running_.size() < options_.workers;
+  const bool slot_free = ks.group == 0 || ks.running < ks.limit;
+  if (worker_idle && slot_free) return {};
+  // One step per worker (not per job): the work the running jobs still need, spread over the
+  // workers (or the group's slots) as the queued work is.
+  Duration all{};
+  Duration group{};
+  for (const WorkerSlot& slot : busy_) {
+    if (!slot.busy) continue;
+    const Duration left = std::max(saturating_sub(slot.expected_end, now), Duration::zero());
+    auto add = [](Duration sum, Duration d) {
+      return d >= Duration::max() / 2 - sum ? Duration::max() / 2 : sum + d;
+    };
+    all = add(all, left);
+    if (slot.group == ks.group) group = add(group, left);
+  }
+  return {.busy_for = worker_idle ? Duration::zero()
+                                  : all / static_cast<Duration::rep>(options_.workers),
+          .group_busy_for = slot_free ? Duration::zero()
+                                      : group / static_cast<Duration::rep>(std::max<std::size_t>(ks.limit, 1))};
+}
+
 void RuntimeCore::start() {
   pool_.emplace(options_.workers, *this, options_.budget);
   timer_ = std::thread{[this] { timer_loop(); }};
@@ -50,8 +77,11 @@ void RuntimeCore::start() {
 KindState& RuntimeCore::kind_state(const std::string& kind) {
   auto it = kinds_.find(std::string_view{kind});
   if (it == kinds_.end()) {
-    it = kinds_.try_emplace(kind, KindState{ServiceTimeEstimator{{.quantile = options_.estimate_quantile}}})
-             .first;
+    const ServiceTimeEstimatorOptions estimator{.quantile = options_.estimate_quantile,
+                                                .window = options_.estimate_window,
+                                                .max_age = options_.estimate_max_age,
+                                                .age_in_runs = options_.estimate_age_in_runs};
+    it = kinds_.try_emplace(kind, KindState{ServiceTimeEstimator{estimator}}).first;
   }
   return it->second;
 }
@@ -108,16 +138,22 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
     Lock lock = lock_hot_path();
     KindState& ks = kind_state(job->kind);
     job->kind_state = &ks;
-    job->estimate = ks.estimator.estimate();
+    ks.estimator.age(now);
+    job->estimate = ks.estimator.tail();
+    job->work = ks.estimator.central();
     job->group = ks.group;
-    admission = queue_.admit(*job, now);
+    admission = queue_.admit(*job, now, load_for(ks, now));
     if (admission.admitted()) {
       job->phase = Job::Phase::queued;
       job->self = job;
       peak_queued_ = std::max(peak_queued_, queue_.size());
       // A spinning worker takes this job (and wakes another if more are waiting).
       wake_worker = !spinning_ && claim_idle_worker();
-      wake_timer_for(job->deadline);
+      // The timer removes it at its latest useful start (see DeadlineQueue::next_drop_time).
+      wake_timer_for(options_.drop_if_cannot_finish
+                         ? Deadline::at(saturating_add(job->deadline.time_point(),
+                                                       Duration{1} - job->estimate))
+                         : job->deadline);
     } else {
       job->phase = Job::Phase::finished;
     }
@@ -143,7 +179,10 @@ bool RuntimeCore::cancel(Job& job, CancelCause cause) {
     queue_.remove(job);
     std::shared_ptr<Job> ref = retire(job);
     notify_if_drained();
+    // It may have been its group's unparked item: a worker unparks the next one.
+    const bool wake_worker = job.group != 0 && !queue_.empty() && claim_idle_worker();
     lock.unlock();
+    if (wake_worker) work_ready_.notify_one();
     finish_unstarted(job, State::cancelled, Reason::cancelled_in_queue, cause);
     return true;
   }
@@ -213,6 +252,11 @@ std::shared_ptr<Job> RuntimeCore::start(Job& job, TimePoint now, std::size_t wor
   job.make_cancel_state();
   ++job.kind_state->running;
   running_.insert(job);
+  // The tail estimate, less what has run: for a kind of fixed length that is what is left; for
+  // a memoryless one (exponential run times) it stays near the mean on average.
+  busy_[worker] = {.expected_end = saturating_add(now, job.estimate),
+                   .group = job.group,
+                   .busy = true};
   wake_timer_for(job.deadline);
   return job.self;
 }
@@ -223,14 +267,14 @@ void RuntimeCore::record_finished(Job& job, const Outcome& outcome) {
   job.self.reset();  // the worker still holds its own reference
   KindState& ks = *job.kind_state;
   --ks.running;
-  // This worker comes back for the unparked job itself, unless another one is idle.
-  if (ks.group != 0 && queue_.unpark(ks.group) && claim_idle_worker()) work_ready_.notify_one();
+  busy_[job.worker].busy = false;
+  // The group's slot is free: this worker's next pop unparks the group's next item itself.
   // Completed and failed runs are whole samples; a run stopped by its deadline is a lower
   // bound worth keeping (dropping it would teach the estimator that the kind is fast).
   // Runs cut short by the caller, upstream or shutdown say nothing about the kind.
   if (outcome.state == State::completed || outcome.state == State::failed ||
       outcome.cause == CancelCause::deadline) {
-    ks.estimator.record(outcome.timings.run_time);
+    ks.estimator.record(outcome.timings.run_time, Clock::now());
   }
   notify_if_drained();
 }
@@ -273,10 +317,13 @@ void RuntimeCore::timer_loop() {
     const TimePoint now = Clock::now();
     queue_.expire(now, dropped);
     take_dropped(dropped, expired);
-    const Deadline next = earlier(queue_.earliest_deadline(), visit_overdue(now, overdue, overruns));
+    const Deadline next = earlier(queue_.next_drop_time(), visit_overdue(now, overdue, overruns));
     if (!expired.empty() || !overdue.empty() || !overruns.empty()) {
       notify_if_drained();
+      // What left may have been a group's unparked item: a worker unparks the next one.
+      const bool wake_worker = !expired.empty() && !queue_.empty() && claim_idle_worker();
       lock.unlock();
+      if (wake_worker) work_ready_.notify_one();
       finish_dropped(expired);
       for (auto& job : overdue) job->cancel(CancelCause::deadline);
       overdue.clear();

@@ -3,8 +3,9 @@
 // guarded by one mutex.
 //
 // One timer thread serves every job: it sleeps until the earliest deadline of any queued or
-// running job, removes queued jobs whose deadline passed (expired_in_queue) and cancels
-// running ones with cause `deadline`; with an `on_overrun` callback it also wakes when a
+// running job (for queued jobs with drop_if_cannot_finish, the latest useful start: deadline −
+// the kind's tail estimate), removes queued jobs whose deadline passed (expired_in_queue) or
+// that can no longer finish (too_late_to_start) and cancels running ones with cause `deadline`; with an `on_overrun` callback it also wakes when a
 // cancelled job that still runs becomes overrunning, and reports it. Submitting or starting a job wakes it only when that
 // job's deadline is earlier than the one it sleeps for.
 //
@@ -96,6 +97,10 @@ class RuntimeCore final : public JobSource {
   // The bookkeeping when a handler returned: running set, bulkhead, estimate; requires mu_.
   void record_finished(Job& job, const Outcome& outcome);
   KindState& kind_state(const std::string& kind);  // requires mu_
+  // What running work means for a newcomer of `ks` at `now`: zero when a worker (and a slot of
+  // its group) is idle, else the running jobs' expected rest ÷ workers (÷ the group's limit for
+  // the group's own jobs). Requires mu_. O(workers).
+  Load load_for(const KindState& ks, TimePoint now) const;
   // Marks a job that left the queue without running as finished and hands over the runtime's
   // reference to it; requires mu_.
   std::shared_ptr<Job> retire(Job& job);
@@ -124,6 +129,13 @@ class RuntimeCore final : public JobSource {
   std::condition_variable drained_;     // queue and running set became empty while closing
   DeadlineQueue queue_;                               // guarded by mu_
   RunningSet running_;                                // guarded by mu_
+  // What each worker runs: when it is expected to end (start + tail estimate) and its group.
+  struct WorkerSlot {
+    TimePoint expected_end{};
+    std::uint32_t group = 0;
+    bool busy = false;
+  };
+  std::vector<WorkerSlot> busy_;                      // by worker index; guarded by mu_
   std::unordered_map<std::string, KindState, StringHash, std::equal_to<>> kinds_;  // guarded
   std::vector<KindState*> groups_;                    // by group - 1; guarded by mu_
   std::function<bool(std::uint32_t)> can_start_;      // reads groups_; called under mu_

@@ -69,8 +69,36 @@ Distribution Distribution::parse(std::string_view text) {
   const std::vector<std::string_view> p = split(text, ':');
   auto fail = [&](std::string_view why) -> Distribution {
     throw std::invalid_argument{"distribution \"" + std::string{text} + "\": " + std::string{why} +
-                                " (fixed:D, exp:MEAN, lognormal:MEDIAN:SIGMA, uniform:MIN:MAX)"};
+                                " (fixed:D, exp:MEAN, lognormal:MEDIAN:SIGMA, uniform:MIN:MAX, "
+                                "mix:PART@WEIGHT,...)"};
   };
+  if (text.starts_with("mix:")) {
+    Distribution mix{Kind::mix, {}, {}, 0};
+    double total = 0;
+    for (const std::string_view part : split(text.substr(4), ',')) {
+      const std::size_t at = part.rfind('@');
+      if (at == std::string_view::npos) return fail("each part needs @WEIGHT");
+      double weight = 0;
+      try {
+        weight = parse_number(part.substr(at + 1), "weight");
+      } catch (const std::invalid_argument& e) {
+        return fail(e.what());
+      }
+      if (!(weight > 0)) return fail("weights must be positive");
+      const std::string_view inner = part.substr(0, at);
+      if (inner.starts_with("mix:")) return fail("a mix cannot contain a mix");
+      try {
+        mix.parts_.push_back(parse(inner));
+      } catch (const std::invalid_argument& e) {
+        return fail(e.what());
+      }
+      mix.weights_.push_back(weight);
+      total += weight;
+    }
+    if (mix.parts_.size() < 2) return fail("a mix needs at least two parts");
+    for (double& w : mix.weights_) w /= total;
+    return mix;
+  }
   try {
     if (p.size() == 1) return fixed(parse_duration(p[0]));
     if (p[0] == "fixed" && p.size() == 2) return fixed(parse_duration(p[1]));
@@ -112,6 +140,14 @@ Duration Distribution::sample(std::mt19937_64& rng) const {
       const double b = static_cast<double>(std::chrono::nanoseconds{b_}.count());
       return from_ns(std::uniform_real_distribution<double>{a, b}(rng));
     }
+    case Kind::mix: {
+      double u = std::uniform_real_distribution<double>{0.0, 1.0}(rng);
+      for (std::size_t i = 0; i + 1 < parts_.size(); ++i) {
+        if (u < weights_[i]) return parts_[i].sample(rng);
+        u -= weights_[i];
+      }
+      return parts_.back().sample(rng);
+    }
   }
   return a_;
 }
@@ -126,6 +162,13 @@ Duration Distribution::mean() const {
                      std::exp(sigma_ * sigma_ / 2));
     case Kind::uniform:
       return a_ + (b_ - a_) / 2;
+    case Kind::mix: {
+      double ns = 0;
+      for (std::size_t i = 0; i < parts_.size(); ++i) {
+        ns += weights_[i] * static_cast<double>(std::chrono::nanoseconds{parts_[i].mean()}.count());
+      }
+      return from_ns(ns);
+    }
   }
   return a_;
 }
@@ -143,6 +186,15 @@ std::string Distribution::describe() const {
     }
     case Kind::uniform:
       return "uniform:" + format_duration(a_) + ":" + format_duration(b_);
+    case Kind::mix: {
+      std::string out = "mix:";
+      for (std::size_t i = 0; i < parts_.size(); ++i) {
+        char weight[32];
+        const auto [end, ec] = std::to_chars(weight, weight + sizeof weight, weights_[i]);
+        out += (i == 0 ? "" : ",") + parts_[i].describe() + "@" + std::string{weight, end};
+      }
+      return out;
+    }
   }
   return {};
 }

@@ -1,6 +1,7 @@
 // distribution.hpp — durations as text ("250us", "2ms", "1.5s") and `Distribution`, a random
 // duration: `fixed:D`, `exp:MEAN`, `lognormal:MEDIAN:SIGMA` or `uniform:MIN:MAX` (a bare
-// duration means `fixed:D`).
+// duration means `fixed:D`), or a weighted mix of those: `mix:10ms@0.5,1s@0.5` draws 10 ms
+// or 1 s with even odds (`mix:PART@WEIGHT,...`; weights are relative, any positive numbers).
 //
 //   Distribution service = Distribution::parse("lognormal:2ms:0.5");
 //   std::mt19937_64 rng{1};
@@ -14,6 +15,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace sandglass::bench {
 
@@ -24,7 +26,7 @@ std::string format_duration(Duration d);
 
 class Distribution {
  public:
-  enum class Kind { fixed, exp, lognormal, uniform };
+  enum class Kind { fixed, exp, lognormal, uniform, mix };
 
   Distribution() = default;
   static Distribution fixed(Duration d) { return Distribution{Kind::fixed, d, d, 0}; }
@@ -45,6 +47,8 @@ class Distribution {
   Duration a_{};       // fixed: value; exp: mean; lognormal: median; uniform: min
   Duration b_{};       // uniform: max
   double sigma_ = 0;   // lognormal: sigma of the underlying normal
+  std::vector<Distribution> parts_;  // mix: the parts
+  std::vector<double> weights_;      // mix: each part's weight, summing to 1
 };
 
 }  // namespace sandglass::bench

@@ -5,6 +5,7 @@
 #include "report.hpp"
 #include "run.hpp"
 #include "schedule.hpp"
+#include "stall.hpp"
 #include "stats.hpp"
 
 #include <fmt/core.h>
@@ -28,10 +29,15 @@ Run run_policy(const Options& o, const std::string& name, double load, double ca
                             .capacity = o.capacity,
                             .body = o.body,
                             .estimate_quantile = o.estimate_quantile,
+                            .estimate_max_age = o.estimate_max_age,
                             .drop_if_cannot_finish = o.drop_if_cannot_finish};
   std::unique_ptr<Policy> policy = make_policy(name, popts);
   warm_up(*policy, o.service, o.workers, o.warm_up_jobs, o.seed + 17);
-  auto data = std::make_unique<RunData>(run_arrivals(*policy, arrivals));
+  std::unique_ptr<RunData> data;
+  {
+    const Stall stall{o.stall};  // only while the arrivals run
+    data = std::make_unique<RunData>(run_arrivals(*policy, arrivals));
+  }
   policy.reset();  // joins its threads; every job already has its fate
   PointResult r = summarize({.policy = name,
                              .load = load,

@@ -53,7 +53,7 @@ Options parse_options(int argc, char** argv) {
   std::string policies, loads, duration, body = "sleep", service = o.service.describe(),
               deadline = "20ms", capacity_duration;
   bool no_drop = false;
-  std::string soak, soak_warm_up, sigterm_phase;
+  std::string soak, soak_warm_up, sigterm_phase, stall, estimate_max_age;
   bool no_sigterm = false;
   std::int64_t drain_timeout_ms = o.drain_timeout.count();
   CLI::App app{
@@ -68,7 +68,12 @@ Options parse_options(int argc, char** argv) {
       ->check(CLI::Range(1, 100'000'000));
   app.add_option("--body", body, "sleep (I/O-like) or spin (CPU time)");
   app.add_option("--service", service, "service time: fixed:D, exp:MEAN, lognormal:MEDIAN:SIGMA (exp:2ms)");
-  app.add_option("--deadline", deadline, "budget per job from its arrival: D or a distribution (20ms)");
+  app.add_option("--deadline", deadline,
+                 "budget per job from its arrival: D, a distribution or a mix such as "
+                 "mix:10ms@0.5,1s@0.5 (20ms)");
+  app.add_option("--stall", stall,
+                 "in-process: a helper process stops the bench (SIGSTOP) for LENGTH once every "
+                 "PERIOD while each point runs, e.g. 50ms@1s");
   app.add_option("--seed", o.seed, "seed of arrivals and job sizes (1)");
   app.add_option("--json", o.json_path, "write the results as JSON to FILE");
   app.add_option("--plot", o.plot_path, "draw goodput and wasted work against load to FILE.svg or .png (gnuplot)");
@@ -76,8 +81,10 @@ Options parse_options(int argc, char** argv) {
   app.add_option("--target", o.target, "drive a running sandglassd at http://127.0.0.1:PORT instead");
   app.add_flag("--smoke", o.smoke, "a run of a few seconds that checks the bench works (CI)");
   app.add_flag("--verbose", o.verbose, "print diagnostics under each row (generator lag, utilization, ...)");
-  app.add_option("--estimate-quantile", o.estimate_quantile, "sandglass: percentile of run times admission uses (0.9, the Runtime's default)")
+  app.add_option("--estimate-quantile", o.estimate_quantile, "sandglass: quantile of a kind's run times that must fit before the deadline (0.99, the Runtime's default)")
       ->check(CLI::Range(0.01, 1.0));
+  app.add_option("--estimate-max-age", estimate_max_age,
+                 "sandglass: a run time is forgotten after this, or 10 typical runs if longer (20ms, the Runtime's default)");
   app.add_flag("--no-drop-if-cannot-finish", no_drop, "sandglass: do not drop at dequeue what cannot finish");
   app.add_option("--capacity-duration", capacity_duration, "how long to measure capacity (3s)");
   app.add_option("--warm-up-jobs", o.warm_up_jobs, "jobs run through each policy before each point (256)");
@@ -154,6 +161,15 @@ Options parse_options(int argc, char** argv) {
     o.deadline = Distribution::parse(deadline);
   } catch (const std::invalid_argument& e) {
     fail("--deadline", e.what());
+  }
+  if (!estimate_max_age.empty()) o.estimate_max_age = parse_d("--estimate-max-age", estimate_max_age);
+  if (!stall.empty()) {
+    try {
+      o.stall = parse_stall(stall);
+    } catch (const std::invalid_argument& e) {
+      fail("--stall", e.what());
+    }
+    if (!o.target.empty()) fail("--stall", "stalls the bench process: in-process mode only");
   }
   if (!soak.empty()) o.soak = parse_d("--soak", soak);
   if (!soak_warm_up.empty()) o.soak_warm_up = parse_d("--soak-warm-up", soak_warm_up);

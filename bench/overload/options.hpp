@@ -2,19 +2,22 @@
 //
 //   sandglass-overload [--policies fifo,bounded-fifo,drop-expired,sandglass]
 //                      [--load 0.5,1,2,5,10] [--duration 3s] [--workers 8] [--body sleep|spin]
-//                      [--service exp:2ms] [--deadline 20ms] [--seed 1] [--json FILE]
+//                      [--service exp:2ms] [--deadline 20ms|mix:10ms@0.5,1s@0.5]
+//                      [--stall 50ms@1s] [--estimate-max-age 20ms] [--seed 1] [--json FILE]
 //                      [--plot FILE.svg|.png] [--spike] [--target http://127.0.0.1:PORT]
 //                      [--smoke] ...
 //   sandglass-overload --soak 60s (--sandglassd PATH | --target http://127.0.0.1:PORT) ...
 //
 // Durations read "250us", "2ms", "1s"; distributions "fixed:D", "exp:MEAN",
-// "lognormal:MEDIAN:SIGMA", "uniform:MIN:MAX".
+// "lognormal:MEDIAN:SIGMA", "uniform:MIN:MAX", "mix:PART@WEIGHT,..." (distribution.hpp);
+// stalls "LENGTH@PERIOD" (stall.hpp).
 //
 // Thread safety: a value type.
 #pragma once
 
 #include "distribution.hpp"
 #include "job_body.hpp"
+#include "stall.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -32,6 +35,7 @@ struct Options {
   Body body = Body::sleep;
   Distribution service = Distribution::parse("exp:2ms");
   Distribution deadline = Distribution::fixed(std::chrono::milliseconds{20});
+  StallSpec stall{};  // in-process: the process is stopped this long once per period
   std::uint64_t seed = 1;
   std::string json_path;
   std::string plot_path;
@@ -40,7 +44,8 @@ struct Options {
   bool smoke = false;
   bool verbose = false;  // a diagnostics line under each table row
   // Sandglass's knobs: the Runtime's defaults (bench/README.md shows what other quantiles do).
-  double estimate_quantile = 0.9;
+  double estimate_quantile = 0.99;  // the Runtime's default
+  Duration estimate_max_age = std::chrono::milliseconds{20};  // the Runtime's default
   bool drop_if_cannot_finish = true;
   // Measurement.
   Duration capacity_duration = std::chrono::seconds{3};

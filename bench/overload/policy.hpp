@@ -34,7 +34,8 @@ struct PolicyOptions {
   std::size_t capacity = 1024;  // queue capacity of bounded-fifo and sandglass
   Body body = Body::sleep;
   // Sandglass's knobs (RuntimeOptions).
-  double estimate_quantile = 0.9;
+  double estimate_quantile = 0.99;  // the Runtime's default
+  Duration estimate_max_age = std::chrono::milliseconds{20};  // the Runtime's default
   bool drop_if_cannot_finish = true;
 };
 

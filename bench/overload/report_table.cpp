@@ -54,8 +54,12 @@ void print_settings(std::FILE* out, const RunInfo& info) {
              "{} per point, seed {}\n",
              info.mode, o.workers, o.capacity, to_string(o.body), o.service.describe(),
              o.deadline.describe(), format_duration(o.duration), o.seed);
-  fmt::print(out, "# sandglass: estimate_quantile {}, drop_if_cannot_finish {}\n",
-             o.estimate_quantile, o.drop_if_cannot_finish);
+  fmt::print(out, "# sandglass: estimate_quantile {}, estimate_max_age {}, drop_if_cannot_finish {}\n",
+             o.estimate_quantile, format_duration(o.estimate_max_age), o.drop_if_cannot_finish);
+  if (o.stall.on()) {
+    fmt::print(out, "# stall: the process is stopped for {} once every {} while each point runs\n",
+               format_duration(o.stall.length), format_duration(o.stall.period));
+  }
   fmt::print(out, "# capacity: {:.0f} jobs/s ({})\n", info.capacity_per_s, info.capacity_note);
   std::fflush(out);
 }
@@ -63,9 +67,9 @@ void print_settings(std::FILE* out, const RunInfo& info) {
 void print_table_header(std::FILE* out) {
   fmt::print(out,
              "\n{:<12} {:>5} {:>9} {:>9} {:>6} {:>8} {:>8} {:>8} {:>6} {:>6} {:>8} {:>7} {:>7} "
-             "{:>6} {:>7} {:>7} {:>7} {:>8} {:>6} {:>6}\n",
+             "{:>6} {:>7} {:>7} {:>7} {:>7} {:>8} {:>6} {:>6}\n",
              "policy", "load", "offered/s", "goodput/s", "ratio", "admitted", "rej:full",
-             "rej:impl", "shed", "other", "expired", "cancel", "late", "wasted", "p50ms",
+             "rej:impl", "shed", "other", "expired", "cancel", "late", "wasted", "adm>drop", "p50ms",
              "p99ms", "p999ms", "rej99us", "depth", "rssMiB");
   std::fflush(out);
 }
@@ -75,12 +79,12 @@ void print_table_row(std::FILE* out, const PointResult& r) {
                               count(r, Reason::deadline_implausible) - count(r, Reason::shed);
   fmt::print(out,
              "{:<12} {:>5} {:>9.0f} {:>9.0f} {:>6.3f} {:>8} {:>8} {:>8} {:>6} {:>6} {:>8} {:>7} "
-             "{:>7} {:>6.3f} {:>7} {:>7} {:>7} {:>8} {:>6} {:>6.0f}{}\n",
+             "{:>7} {:>6.3f} {:>7.4f} {:>7} {:>7} {:>7} {:>8} {:>6} {:>6.0f}{}\n",
              r.policy, fmt::format("{:g}", r.load), r.offered_per_s, r.goodput_per_s,
              r.goodput_ratio, r.admitted, count(r, Reason::queue_full),
              count(r, Reason::deadline_implausible), count(r, Reason::shed), other,
              r.expired_in_queue, r.cancelled_while_running, r.completed_late,
-             r.wasted_work_ratio, opt(r.latency_p50_ms, 2), opt(r.latency_p99_ms, 2),
+             r.wasted_work_ratio, r.admitted_then_dropped_ratio, opt(r.latency_p50_ms, 2), opt(r.latency_p99_ms, 2),
              opt(r.latency_p999_ms, 2), opt(r.rejection_latency_p99_us, 1), r.peak_queue_depth,
              r.peak_rss_mib, r.consistent ? "" : "  (INCONSISTENT: jobs without a fate)");
   std::fflush(out);

@@ -17,7 +17,8 @@ class SandglassPolicy final : public Policy {
         runtime_{{.workers = options.workers,
                   .capacity = options.capacity,
                   .drop_if_cannot_finish = options.drop_if_cannot_finish,
-                  .estimate_quantile = options.estimate_quantile}} {}
+                  .estimate_quantile = options.estimate_quantile,
+                  .estimate_max_age = options.estimate_max_age}} {}
   ~SandglassPolicy() override { runtime_.shutdown(0s); }
 
   void submit(Recorder& rec, std::size_t i) override {

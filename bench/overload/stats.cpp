@@ -81,6 +81,11 @@ PointResult summarize(const PointInput& in, const Recorder& rec) {
     }
   }
   r.admitted = r.arrivals - r.rejected_total() + shed;
+  // The run's end abandons what is still queued; that is the bench's doing, not a broken promise.
+  r.admitted_then_dropped = r.expired_in_queue + shed -
+                            std::min<std::uint64_t>(r.abandoned, r.expired_in_queue);
+  r.admitted_then_dropped_ratio =
+      r.admitted > 0 ? static_cast<double>(r.admitted_then_dropped) / static_cast<double>(r.admitted) : 0;
   const double length_s = seconds(in.length);
   r.offered_per_s = static_cast<double>(r.arrivals) / length_s;
   // Completions while arrivals were offered: the backlog worked off after the window (up to a

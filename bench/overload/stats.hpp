@@ -6,6 +6,8 @@
 //                      counts below cover every arrival, also those that end after it)
 //   goodput_ratio      goodput ÷ min(offered, capacity)
 //   wasted_work_ratio  worker time on jobs that did not complete in time ÷ all worker time
+//   admitted_then_dropped  admitted jobs that then left the queue without running (expired,
+//                      too late to start, or shed by a higher class), and its ratio to admitted
 //   latency_*          of on-time completions, from the scheduled arrival
 //   rejection_latency  from handing the job over to learning that it was rejected
 //
@@ -38,6 +40,8 @@ struct PointResult {
   std::uint64_t expired_in_queue = 0;
   std::uint64_t cancelled_while_running = 0;
   std::uint64_t completed_late = 0;
+  std::uint64_t admitted_then_dropped = 0;
+  double admitted_then_dropped_ratio = 0;
   double wasted_work_ratio = 0;
   std::optional<double> latency_p50_ms, latency_p99_ms, latency_p999_ms;
   std::optional<double> rejection_latency_p99_us;

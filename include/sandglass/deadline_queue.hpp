@@ -11,18 +11,44 @@
 // removed, dropped or shed. Submission and dequeue are O(log n).
 //
 // Admission, in this order: closed → shutting_down; less than `min_useful` left →
-// budget_too_small; predicted completion after the deadline → deadline_implausible; full →
-// shed the latest-deadline item of the lowest non-empty class below the newcomer's, else
-// queue_full. The prediction is now + (estimated work queued in the newcomer's class and above
-// ÷ workers) + the newcomer's estimate. Items of the newcomer's own class with later deadlines
-// are counted too, so the prediction errs on the late side. An item without an estimate (its
-// kind has no samples yet) is never rejected as implausible.
+// budget_too_small; predicted completion after the deadline → deadline_implausible; admitting
+// it would break a promise made to an item already queued (below) → deadline_implausible;
+// full → shed the latest-deadline item of the lowest non-empty class below the newcomer's,
+// else queue_full.
+//
+// The prediction is the order `pop` really serves. Work ahead of a newcomer = the `work` of
+// every queued item of a higher class (parked ones included), plus that of the unparked items
+// of its own class with an earlier or equal deadline; items it overtakes do not delay it. Predicted start = now + work ahead ÷
+// workers + `Load::busy_for` (what the running jobs still need, per worker). For an
+// item of a bulkhead group, also: now + the group's own work ahead (queued and parked, in the
+// same order) ÷ the group's limit + `Load::group_busy_for`; the later of the two counts.
+// Predicted finish = start + the newcomer's own `estimate` (a tail figure). Parked items of the
+// newcomer's class delay only newcomers of their own group. An item without an estimate (its
+// kind has no samples yet) is never rejected as implausible and counts no work.
+//
+// Promises kept: an admitted item has a latest useful start, deadline − estimate. A newcomer
+// that overtakes items of its own class delays each of them by its work ÷ workers; it is
+// rejected (deadline_implausible) if that would move the tightest of them from a predicted
+// start at or before its latest start to one after it. Items already predicted late do not
+// block newcomers (they are dropped at their latest start instead). Items of lower classes
+// are not protected: a higher class may always overtake them, and those it pushes past their
+// latest start are dropped as too_late_to_start.
+//
+// Each query is O(log n): the items of each class, of each parked set and of each group sit
+// in treaps (randomised balanced trees) keyed by (class, deadline, arrival) whose nodes carry
+// their subtree's sum of work, the smallest slack and the earliest drop time.
+//
+// Latest useful start: with `drop_if_cannot_finish`, `expire` (the timer) and `pop` remove an
+// item once less time is left than its estimate (too_late_to_start); `next_drop_time` says
+// when the next one is due. Without it, only expired items are removed.
 //
 // Bulkheads: an item may belong to a group (non-zero `group`) whose concurrency the caller
 // limits. `pop` asks `can_start(group)`; an item that may not start yet is parked, still
-// counted, still expiring and still sheddable, until `unpark(group)` returns the group's most
-// urgent parked item (highest class, earliest deadline) to its class. An unparked item goes
-// behind items of its class with the same deadline.
+// counted, still expiring and still sheddable. Parked items never strand: whenever `pop` runs
+// with a `can_start`, each group that may start and has no unparked item pending gets its most
+// urgent parked item (highest class, earliest deadline) back in its class first, and again
+// after an unparked item leaves without running. `unpark(group)` does the same on demand. An
+// unparked item keeps its place by deadline (and arrival) in its class.
 //
 // Thread safety: none. Distinct objects: safe. Shared objects: unsafe; the runtime guards its
 // queue with its own mutex.
@@ -31,8 +57,6 @@
 #include <sandglass/deadline.hpp>
 #include <sandglass/job_spec.hpp>
 #include <sandglass/reason.hpp>
-
-#include <boost/intrusive/set.hpp>
 
 #include <array>
 #include <cstddef>
@@ -46,14 +70,33 @@ namespace sandglass {
 struct QueueItem {
   Deadline deadline;
   Priority priority = Priority::normal;
-  Duration estimate{};     // the kind's service-time estimate when admitted; zero: unknown
-  std::uint32_t group = 0; // bulkhead group; zero: none
+  // The run time that must fit before the deadline (a tail estimate); zero: unknown.
+  Duration estimate{};
+  // The run time counted as work ahead of later items (a central estimate); zero: `estimate`.
+  Duration work{};
+  std::uint32_t group = 0;  // bulkhead group; zero: none
 
  private:
   friend class DeadlineQueue;
+  friend struct QueueTree;
+  // A treap node: children, heap priority and what the subtree sums up.
+  struct Node {
+    QueueItem* left = nullptr;
+    QueueItem* right = nullptr;
+    std::uint32_t heap = 0;
+    std::int64_t sum = 0;        // work of the subtree, ns
+    std::int64_t min_slack = 0;  // min over the subtree of scaled latest start − work before
+    TimePoint min_drop{};        // earliest drop time in the subtree
+  };
   enum class Place : std::uint8_t { none, queued, parked };
   Place place_ = Place::none;
-  boost::intrusive::set_member_hook<> hook_;
+  bool unparked_ = false;       // back in its class from parking, not yet gone
+  std::uint64_t seq_ = 0;       // arrival order, ties deadlines
+  std::int64_t counted_ = 0;    // work as counted, ns
+  std::int64_t scaled_latest_ = 0;  // (latest start − origin) × workers, ns
+  TimePoint drop_at_{};         // when `expire` removes it
+  Node node_;                   // in its class's or its parked set's tree
+  Node group_node_;             // in its group's tree
 };
 
 // An item that left the queue without being handed out, and why.
@@ -66,7 +109,17 @@ struct DeadlineQueueOptions {
   std::size_t capacity = 1024;            // most items queued at once (parked ones included)
   std::size_t workers = 1;                // divides the work ahead in the prediction
   Duration min_useful = std::chrono::milliseconds{1};
-  bool drop_if_cannot_finish = true;      // pop drops items with less left than their estimate
+  bool drop_if_cannot_finish = true;      // drop items with less left than their estimate
+  // The concurrency limit of group g at [g − 1]; a group not listed is limited by `workers`.
+  std::vector<std::size_t> group_limits{};
+};
+
+// What the caller knows about running work when an item is admitted: how long the running
+// jobs still keep the workers busy, e.g. the sum of their (estimate − elapsed, not below zero)
+// ÷ workers, and zero when a worker is idle.
+struct Load {
+  Duration busy_for{};
+  Duration group_busy_for{};  // the same for the newcomer's group: its running jobs ÷ its limit
 };
 
 struct Admission {
@@ -84,16 +137,23 @@ class DeadlineQueue {
   ~DeadlineQueue();
 
   // Links `item` if it passes admission (see the file comment). O(log n).
-  Admission admit(QueueItem& item, TimePoint now);
+  Admission admit(QueueItem& item, TimePoint now, Load load = {});
+
+  // The predicted start of `item` if it were admitted at `now` (see the file comment); for
+  // reporting and tests. O(log n).
+  TimePoint predicted_start(const QueueItem& item, TimePoint now, Load load = {}) const;
 
   // The next item to start: highest class, earliest deadline. Items met on the way whose
   // deadline passed (or, with drop_if_cannot_finish, whose remaining time is below their
   // estimate) are unlinked and appended to `dropped`; items whose group may not start are
-  // parked. nullptr when nothing can start.
+  // parked, and parked items of groups that may start are unparked first (see the file
+  // comment). nullptr when nothing can start.
   QueueItem* pop(TimePoint now, std::vector<DroppedItem>& dropped,
                  const std::function<bool(std::uint32_t group)>& can_start = {});
 
-  // Unlinks every item whose deadline passed at `now`, parked ones included, into `dropped`.
+  // Unlinks every item whose deadline passed at `now` (with drop_if_cannot_finish, also every
+  // item with less time left than its estimate), parked ones included, into `dropped`.
+  // O(log n) per item removed.
   void expire(TimePoint now, std::vector<DroppedItem>& dropped);
 
   // Returns the most urgent parked item of `group` to its class. True if there was one.
@@ -111,43 +171,61 @@ class DeadlineQueue {
 
   // The earliest deadline of any queued or parked item; never() when empty.
   Deadline earliest_deadline() const noexcept;
+  // When `expire` next has something to remove: the earliest deadline or (with
+  // drop_if_cannot_finish) latest useful start just passed; never() when empty.
+  Deadline next_drop_time() const noexcept;
 
   std::size_t size() const noexcept { return size_; }
   bool empty() const noexcept { return size_ == 0; }
   std::size_t size(Priority priority) const noexcept;
   std::size_t capacity() const noexcept { return options_.capacity; }
-  // Estimated work queued in `priority` and all classes above it.
+  // Estimated work queued in `priority` and all classes above it, parked items included.
   Duration work_ahead(Priority priority) const noexcept;
+  // Parked items of `group`.
+  std::size_t parked(std::uint32_t group) const noexcept;
 
  private:
-  struct ByDeadline {
-    bool operator()(const QueueItem& a, const QueueItem& b) const noexcept {
-      return a.deadline < b.deadline;
-    }
+  struct Tree {
+    QueueItem* root = nullptr;
+    std::size_t size = 0;
   };
-  using Set = boost::intrusive::multiset<
-      QueueItem,
-      boost::intrusive::member_hook<QueueItem, boost::intrusive::set_member_hook<>,
-                                    &QueueItem::hook_>,
-      boost::intrusive::compare<ByDeadline>>;
   struct Class {
-    Set items;
-    std::vector<Set> parked_by_group;  // indexed by group - 1
-    Duration work{};  // sum of estimates of this class's items, parked ones included
+    Tree items;
+    std::vector<Tree> parked_by_group;  // indexed by group - 1
+    std::int64_t work = 0;  // work of this class's items, parked ones included, ns
     std::size_t parked = 0;
+  };
+  struct Group {
+    Tree all;                 // queued and parked, by (class, deadline, arrival)
+    std::size_t parked = 0;
+    std::size_t unparked = 0;  // unparked items still in their class
   };
 
   Class& class_of(const QueueItem& item) noexcept {
     return classes_[static_cast<std::size_t>(item.priority)];
   }
-  static Set& parked_set(Class& c, std::uint32_t group);
+  Tree& parked_tree(Class& c, std::uint32_t group);
+  Group& group_of(std::uint32_t group);
+  std::size_t limit_of(std::uint32_t group) const noexcept;
+  std::int64_t higher_work(Priority priority) const noexcept;
+  std::int64_t scaled(TimePoint t) const noexcept;
   void link(QueueItem& item);
   void unlink(QueueItem& item) noexcept;
+  void park(QueueItem& item);
+  bool unpark_one(std::uint32_t group);
+  void refill(const std::function<bool(std::uint32_t)>& can_start);
+  QueueItem* front() noexcept;
   QueueItem* shed_for(Priority newcomer) noexcept;
+  std::uint32_t next_heap() noexcept;
 
   DeadlineQueueOptions options_;
   std::array<Class, kPriorityCount> classes_;
+  std::vector<Group> groups_;  // indexed by group - 1
   std::size_t size_ = 0;
+  std::uint64_t next_seq_ = 0;
+  std::uint64_t rng_ = 0x9E3779B97F4A7C15ull;
+  TimePoint origin_{};  // latest starts are kept relative to it
+  bool has_origin_ = false;
   bool closed_ = false;
 };
 

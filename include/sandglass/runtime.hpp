@@ -69,7 +69,14 @@ struct RuntimeOptions {
   std::map<std::string, std::size_t, std::less<>> kind_limits{};
   // Drop a queued job at dequeue when less time is left than its kind's estimate.
   bool drop_if_cannot_finish = true;
-  double estimate_quantile = 0.9;  // which percentile of observed run times admission uses
+  // Per-kind run-time estimates (see service_time_estimator.hpp): the mean of recent runs
+  // predicts the work queued ahead of a job; this quantile bounds the job's own run.
+  double estimate_quantile = 0.99;
+  std::size_t estimate_window = 128;  // most samples kept per kind
+  // A sample ages out after the longer of `estimate_max_age` and `estimate_age_in_runs` × the
+  // kind's typical run time, so a stall cannot lock admission out for long.
+  Duration estimate_max_age = std::chrono::milliseconds{20};
+  double estimate_age_in_runs = 10;
   // A running job is overrunning once its deadline passed this long ago (see overrun.hpp).
   // Must be positive.
   Duration overrun_after = std::chrono::seconds{1};

@@ -1,13 +1,28 @@
 // service_time_estimator.hpp — `ServiceTimeEstimator`: how long one kind of job usually runs,
-// learned from observed run times.
+// learned from recent observed run times.
 //
-//   sandglass::ServiceTimeEstimator est;        // p90 over the last 128 runs
-//   est.record(12ms);
-//   Duration p90 = est.estimate();              // zero until the first sample
+//   sandglass::ServiceTimeEstimator est;        // mean and p90 of recent runs
+//   est.record(12ms, now);
+//   est.age(later);                             // forgets samples that grew too old
+//   Duration ahead = est.central();             // the mean: zero until the first sample
+//   Duration fit = est.tail();                  // the quantile (p90 by default)
 //
-// Admission uses a high percentile, not the mean: a mean hides the slow tail that decides
-// whether a job finishes in time. The percentile is recomputed from a fixed window of recent
-// samples every few records, so `record` is O(1) amortised and `estimate` is O(1).
+// Two roles, two figures. Work queued ahead of a job is a sum of many runs, so it is predicted
+// with the mean (`central`): over many jobs, sums tend to the mean (the median would
+// undercount a skewed kind such as exponential run times by a third). Whether the job itself
+// finishes in time depends on its own run, so that is bounded by a high quantile (`tail`).
+//
+// Samples heal: the window keeps the last `window` samples, and a sample ages out once it is
+// older than `max_age`, or `age_in_runs` × the kind's typical run time if that is longer (so a
+// slow kind keeps enough samples, and a fast one forgets a stall quickly; see
+// `sample_lifetime`). Rejected jobs never produce
+// samples; aging is what stops a burst of slow runs from locking admission out at any
+// quantile: once the slow samples are gone the estimate is whatever is left, or zero (unknown,
+// which admission treats as "admit") when nothing is.
+//
+// The figures are recomputed from the window every `refresh_every` records (every record
+// while the window fills) and when `age` drops samples, at most eight times per lifetime:
+// `record` and `age` are O(1) amortised, the getters O(1).
 //
 // Thread safety: none. Distinct objects: safe. Shared objects: unsafe.
 #pragma once
@@ -15,14 +30,19 @@
 #include <sandglass/deadline.hpp>
 
 #include <cstddef>
+#include <deque>
 #include <vector>
 
 namespace sandglass {
 
 struct ServiceTimeEstimatorOptions {
-  double quantile = 0.9;        // in (0, 1]
-  std::size_t window = 128;     // samples kept
+  double quantile = 0.9;           // of `tail`, in (0, 1]
+  std::size_t window = 128;        // most samples kept
   std::size_t refresh_every = 32;  // records between recomputations, once the window is full
+  // A sample ages out after the longer of `max_age` and `age_in_runs` × the typical run time.
+  // Duration::max() (or age_in_runs 0 with max_age max) keeps samples until displaced.
+  Duration max_age = std::chrono::milliseconds{20};
+  double age_in_runs = 10;
 };
 
 class ServiceTimeEstimator {
@@ -30,22 +50,47 @@ class ServiceTimeEstimator {
   ServiceTimeEstimator() : ServiceTimeEstimator(ServiceTimeEstimatorOptions{}) {}
   explicit ServiceTimeEstimator(ServiceTimeEstimatorOptions options);
 
-  // Adds one observed run time; negative values count as zero.
-  void record(Duration run_time);
-  // The configured quantile of the recent samples; zero when there are none.
-  Duration estimate() const noexcept { return estimate_; }
-  std::size_t samples() const noexcept { return count_; }
+  // Adds one run time observed at `now`; negative values count as zero.
+  void record(Duration run_time, TimePoint now);
+  void record(Duration run_time) { record(run_time, Clock::now()); }
+  // Drops samples too old at `now` (see the file comment). Call before reading the figures.
+  void age(TimePoint now);
+
+  // The mean of the kept samples; zero when there are none.
+  Duration central() const noexcept { return central_; }
+  // Their median; zero when there are none.
+  Duration median() const noexcept { return median_; }
+  // The configured quantile of the kept samples; zero when there are none.
+  Duration tail() const noexcept { return tail_; }
+  Duration estimate() const noexcept { return tail_; }  // the same as tail()
+  // Samples recorded since construction, and those kept now.
+  std::size_t samples() const noexcept { return recorded_; }
+  std::size_t kept() const noexcept { return window_.size(); }
+  // How long a sample is kept: the longer of max_age and age_in_runs × the typical run time, a
+  // slowly moving geometric mean of every run recorded (not of the window: after a stall the
+  // window may hold only the slow runs it caused, which must not keep themselves alive).
+  Duration sample_lifetime() const noexcept { return lifetime_; }
 
  private:
+  struct Sample {
+    TimePoint at;
+    Duration run_time;
+  };
   void refresh();
+  void update_lifetime() noexcept;
 
   ServiceTimeEstimatorOptions options_;
-  std::vector<Duration> window_;  // ring buffer
+  std::deque<Sample> window_;  // oldest first
   std::vector<Duration> scratch_;
-  std::size_t next_ = 0;
-  std::size_t count_ = 0;
+  std::size_t recorded_ = 0;
   std::size_t since_refresh_ = 0;
-  Duration estimate_{};
+  TimePoint next_age_check_ = TimePoint::min();
+  Duration central_{};
+  Duration median_{};
+  Duration tail_{};
+  Duration lifetime_{};
+  double log_typical_ = 0;  // ln of the typical run time in ns
+  double typical_ns_ = 0;
 };
 
 }  // namespace sandglass

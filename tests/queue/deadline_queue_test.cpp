@@ -199,13 +199,13 @@ TEST_SUITE("DeadlineQueue") {
 
     Jobs jobs;
     DeadlineQueue q{{.capacity = 8, .workers = workers, .min_useful = 1ms}};
-    // 60 ms of normal work ahead.
-    REQUIRE(q.admit(jobs.add(1, Priority::normal, TimePoint{20s}, 40ms), kNow).admitted());
-    REQUIRE(q.admit(jobs.add(2, Priority::normal, TimePoint{20s}, 20ms), kNow).admitted());
+    // 60 ms of normal work ahead: equal deadlines run in arrival order.
+    const TimePoint deadline = kNow + 100ms;
+    REQUIRE(q.admit(jobs.add(1, Priority::normal, deadline, 40ms), kNow).admitted());
+    REQUIRE(q.admit(jobs.add(2, Priority::normal, deadline, 20ms), kNow).admitted());
     REQUIRE(q.work_ahead(Priority::normal) == 60ms);
 
     const Duration wait = 60ms / static_cast<Duration::rep>(workers);  // 60, 30 or 20 ms
-    const TimePoint deadline = kNow + 100ms;
     const Duration fits = deadline - kNow - wait;  // the largest estimate that finishes in time
 
     // Completion one nanosecond after the deadline is implausible ...
@@ -237,14 +237,14 @@ TEST_SUITE("DeadlineQueue") {
     }
     Jobs jobs;
     DeadlineQueue q{{.capacity = 8, .workers = workers, .min_useful = 1ms}};
-    REQUIRE(q.admit(jobs.add(1, Priority::normal, TimePoint{20s}, 80ms), kNow).admitted());
+    REQUIRE(q.admit(jobs.add(1, Priority::normal, kNow + 100ms, 80ms), kNow).admitted());
     CHECK(q.admit(jobs.add(2, Priority::normal, kNow + 100ms, 50ms), kNow).reason == expected);
   }
 
   TEST_CASE("zero workers in the options count as one") {
     Jobs jobs;
     DeadlineQueue q{{.capacity = 8, .workers = 0, .min_useful = 1ms}};
-    REQUIRE(q.admit(jobs.add(1, Priority::normal, TimePoint{20s}, 80ms), kNow).admitted());
+    REQUIRE(q.admit(jobs.add(1, Priority::normal, kNow + 100ms, 80ms), kNow).admitted());
     CHECK(q.admit(jobs.add(2, Priority::normal, kNow + 100ms, 20ms), kNow).reason == Reason::ok);
     CHECK(q.admit(jobs.add(3, Priority::normal, kNow + 100ms, 1ms), kNow).reason ==
           Reason::deadline_implausible);
@@ -260,10 +260,11 @@ TEST_SUITE("DeadlineQueue") {
     SUBCASE("a high item ignores normal and sheddable work") {
       CHECK(q.admit(jobs.add(3, Priority::high, kNow + 100ms, 100ms), kNow).reason == Reason::ok);
     }
-    SUBCASE("a normal item counts its own class but not sheddable work") {
-      CHECK(q.admit(jobs.add(3, Priority::normal, kNow + 40s + 100ms, 100ms), kNow).reason ==
+    SUBCASE("a normal item counts its own class up to its deadline but not sheddable work") {
+      // 40 s ahead (item 2, an equal deadline) + 50 s: exactly at the deadline, 90 s away.
+      CHECK(q.admit(jobs.add(3, Priority::normal, TimePoint{100s}, 50s), kNow).reason ==
             Reason::ok);
-      CHECK(q.admit(jobs.add(4, Priority::normal, kNow + 40s + 100ms, 100ms), kNow).reason ==
+      CHECK(q.admit(jobs.add(4, Priority::normal, TimePoint{100s}, 1ms), kNow).reason ==
             Reason::deadline_implausible);
     }
     SUBCASE("higher class work counts") {
@@ -272,8 +273,12 @@ TEST_SUITE("DeadlineQueue") {
             Reason::deadline_implausible);
       CHECK(q.admit(jobs.add(5, Priority::high, kNow + 100ms, 70ms), kNow).reason == Reason::ok);
     }
-    SUBCASE("work of the newcomer's class with later deadlines counts too") {
+    SUBCASE("work of the newcomer's class with later deadlines does not count") {
       REQUIRE(q.admit(jobs.add(3, Priority::high, TimePoint{100s}, 30ms), kNow).admitted());
+      CHECK(q.admit(jobs.add(4, Priority::high, kNow + 100ms, 100ms), kNow).reason == Reason::ok);
+    }
+    SUBCASE("work of the newcomer's class with an equal deadline counts") {
+      REQUIRE(q.admit(jobs.add(3, Priority::high, kNow + 100ms, 30ms), kNow).admitted());
       CHECK(q.admit(jobs.add(4, Priority::high, kNow + 100ms, 71ms), kNow).reason ==
             Reason::deadline_implausible);
     }

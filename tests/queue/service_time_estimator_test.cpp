@@ -140,4 +140,95 @@ TEST_SUITE("ServiceTimeEstimator") {
     CHECK(est.estimate() == Duration::zero());
     CHECK(est.samples() == 2);
   }
+
+  TEST_CASE("central is the mean, median the median and tail the quantile of the same samples") {
+    ServiceTimeEstimator est{{.quantile = 0.9, .window = 10, .max_age = Duration::max()}};
+    const sandglass::TimePoint t{1s};
+    for (int i = 1; i <= 8; ++i) est.record(1ms, t);
+    est.record(50ms, t);
+    est.record(60ms, t);
+    CHECK(est.central() == 11800us);  // (8 + 50 + 60) ÷ 10 ms
+    CHECK(est.median() == 1ms);
+    CHECK(est.tail() == 50ms);
+    CHECK(est.estimate() == est.tail());
+  }
+
+  TEST_CASE("samples older than their lifetime age out, so the estimate heals") {
+    using sandglass::TimePoint;
+    ServiceTimeEstimator est{{.quantile = 0.99, .window = 128, .refresh_every = 1,
+                              .max_age = 20ms, .age_in_runs = 5}};
+    const TimePoint t0{1s};
+    // A stall: two runs of 50 ms among 2 ms runs; 5 typical runs are less than 20 ms, so
+    // samples live 20 ms.
+    for (int i = 0; i < 20; ++i) est.record(2ms, t0 + i * 1ms);
+    est.record(50ms, t0 + 20ms);
+    est.record(50ms, t0 + 20ms);
+    est.age(t0 + 20ms);
+    CHECK(est.median() == 2ms);
+    CHECK(est.central() == Duration{140ms} / 22);
+    CHECK(est.tail() == 50ms);
+    CHECK(est.sample_lifetime() == 20ms);
+    // Nothing is recorded any more (every newcomer rejected); 20 ms on, the slow ones age out
+    // with everything else, and the estimate is unknown (zero): admission admits again.
+    est.age(t0 + 40ms);
+    CHECK(est.kept() == 2);     // the fast ones went; the slow ones are not older than 20 ms
+    CHECK(est.tail() == 50ms);
+    CHECK(est.sample_lifetime() == 20ms);  // aging alone does not lengthen it
+    est.age(t0 + 40ms + 1ns);   // within an eighth of a lifetime of the last recomputation
+    CHECK(est.kept() == 2);
+    est.age(t0 + 40ms + Duration{20ms} / 8);
+    CHECK(est.kept() == 0);
+    CHECK(est.tail() == Duration::zero());
+    CHECK(est.central() == Duration::zero());
+    CHECK(est.samples() == 22);
+  }
+
+  TEST_CASE("a window left with only a stall's slow runs does not keep them alive") {
+    using sandglass::TimePoint;
+    ServiceTimeEstimator est{{.quantile = 0.99, .refresh_every = 1, .max_age = 20ms,
+                              .age_in_runs = 10}};
+    const TimePoint t0{1s};
+    for (int i = 0; i < 100; ++i) est.record(2ms, t0 + i * 100us);
+    CHECK(est.sample_lifetime() == 20ms);
+    // The process stood still for 50 ms: the fast runs are gone, eight runs of 50 ms arrive.
+    const TimePoint after = t0 + 60ms;
+    est.age(after);
+    CHECK(est.kept() == 0);
+    for (int i = 0; i < 8; ++i) est.record(50ms, after);
+    CHECK(est.median() == 50ms);
+    // Their lifetime follows the kind's typical run (about 3 ms now), not the window's median.
+    CHECK(est.sample_lifetime() < 40ms);
+    est.age(after + 40ms);
+    CHECK(est.kept() == 0);
+    CHECK(est.tail() == Duration::zero());
+  }
+
+  TEST_CASE("a slow kind keeps its samples for age_in_runs typical runs") {
+    using sandglass::TimePoint;
+    ServiceTimeEstimator est{{.quantile = 0.9, .max_age = 20ms, .age_in_runs = 10}};
+    const TimePoint t0{1s};
+    est.record(500ms, t0);
+    est.record(500ms, t0 + 1s);
+    CHECK(est.sample_lifetime() == 5s);
+    est.age(t0 + 5s);
+    CHECK(est.kept() == 2);
+    est.age(t0 + 5s + 1ms);
+    CHECK(est.kept() == 1);
+    CHECK(est.tail() == 500ms);
+  }
+
+  TEST_CASE("aging drops only the samples past their lifetime, oldest first") {
+    using sandglass::TimePoint;
+    ServiceTimeEstimator est{{.quantile = 1.0, .refresh_every = 1, .max_age = 100ms,
+                              .age_in_runs = 0}};
+    const TimePoint t0{1s};
+    est.record(9ms, t0);
+    est.record(3ms, t0 + 50ms);
+    est.record(4ms, t0 + 60ms);
+    est.age(t0 + 120ms);
+    CHECK(est.kept() == 2);
+    CHECK(est.tail() == 4ms);
+    CHECK(est.central() == 3500us);
+    CHECK(est.median() == 3ms);
+  }
 }

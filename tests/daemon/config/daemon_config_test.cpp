@@ -53,7 +53,7 @@ TEST_SUITE("DaemonConfig") {
     CHECK(c.runtime.budget.reserve == 5ms);
     CHECK(c.runtime.kind_limits.empty());
     CHECK(c.runtime.drop_if_cannot_finish);
-    CHECK(c.runtime.estimate_quantile == 0.9);
+    CHECK(c.runtime.estimate_quantile == 0.99);
     CHECK(c.drain_timeout == 10s);
     CHECK(c.records.keep == 300s);
     CHECK(c.records.max_count == 10'000);
@@ -161,6 +161,15 @@ TEST_SUITE("DaemonConfig") {
     const DaemonConfig c = parse_config("[server]\nlisten = \"[::1]:0\"\n");
     CHECK(c.listen_host == "::1");
     CHECK(c.listen_port == 0);
+  }
+
+  TEST_CASE("estimate_window and estimate_max_age_ms set how long run times are kept") {
+    const DaemonConfig c =
+        parse_config("[runtime]\nestimate_window = 512\nestimate_max_age_ms = 250\n");
+    CHECK(c.runtime.estimate_window == 512);
+    CHECK(c.runtime.estimate_max_age == std::chrono::milliseconds{250});
+    CHECK(parse_error("[runtime]\nestimate_window = 0\n").what ==
+          "runtime.estimate_window: must be an integer between 1 and 1000000, got 0");
   }
 
   TEST_CASE("an integer estimate_quantile of 1 is read as 1.0") {
@@ -459,6 +468,8 @@ TEST_SUITE("DaemonConfig") {
     CHECK(c.runtime.kind_limits == d.runtime.kind_limits);
     CHECK(c.runtime.drop_if_cannot_finish == d.runtime.drop_if_cannot_finish);
     CHECK(c.runtime.estimate_quantile == d.runtime.estimate_quantile);
+    CHECK(c.runtime.estimate_window == d.runtime.estimate_window);
+    CHECK(c.runtime.estimate_max_age == d.runtime.estimate_max_age);
     CHECK(c.runtime.overrun_after == d.runtime.overrun_after);
     CHECK(c.drain_timeout == d.drain_timeout);
     CHECK(c.records.keep == d.records.keep);

@@ -1,0 +1,321 @@
+// The admission rule of DeadlineQueue (deadline_queue.hpp): the prediction follows the order
+// pop serves, promises made to queued items are kept, bulkheads divide by their limit and never
+// strand parked items, and items leave at their latest useful start. Time is injected.
+#include <sandglass/deadline_queue.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+using namespace std::chrono_literals;
+using sandglass::Admission;
+using sandglass::Deadline;
+using sandglass::DeadlineQueue;
+using sandglass::DroppedItem;
+using sandglass::Duration;
+using sandglass::Load;
+using sandglass::Priority;
+using sandglass::QueueItem;
+using sandglass::Reason;
+using sandglass::TimePoint;
+
+namespace {
+
+const TimePoint kNow{10s};
+
+struct Item : QueueItem {
+  int id = 0;
+};
+
+// Owns the test's items; a deque never moves them. Declare it before the queue.
+class Items {
+ public:
+  Item& add(int id, Priority priority, TimePoint deadline, Duration estimate,
+            Duration work = Duration::zero(), std::uint32_t group = 0) {
+    Item& item = items_.emplace_back();
+    item.id = id;
+    item.priority = priority;
+    item.deadline = Deadline::at(deadline);
+    item.estimate = estimate;
+    item.work = work;
+    item.group = group;
+    return item;
+  }
+
+ private:
+  std::deque<Item> items_;
+};
+
+int id_of(const QueueItem* item) { return item == nullptr ? -1 : static_cast<const Item*>(item)->id; }
+
+std::vector<int> ids_of(const std::vector<DroppedItem>& dropped) {
+  std::vector<int> ids;
+  for (const DroppedItem& d : dropped) ids.push_back(id_of(d.item));
+  return ids;
+}
+
+std::vector<Reason> reasons_of(const std::vector<DroppedItem>& dropped) {
+  std::vector<Reason> reasons;
+  for (const DroppedItem& d : dropped) reasons.push_back(d.reason);
+  return reasons;
+}
+
+}  // namespace
+
+TEST_SUITE("DeadlineQueue admission") {
+  TEST_CASE("urgent items overtaking a hundred long-deadline items of their class are admitted") {
+    Items items;
+    DeadlineQueue q{{.capacity = 256, .workers = 2, .min_useful = 1ms}};
+    for (int i = 0; i < 100; ++i) {
+      REQUIRE(q.admit(items.add(i, Priority::normal, kNow + 10s, 50ms), kNow).admitted());
+    }
+    // Both workers busy for another 40 ms; five urgent items of 5 ms each, 300 ms budgets.
+    const Load load{.busy_for = 40ms};
+    for (int i = 0; i < 5; ++i) {
+      Item& urgent = items.add(100 + i, Priority::normal, kNow + 300ms, 5ms);
+      CHECK(q.predicted_start(urgent, kNow, load) == kNow + 40ms + i * Duration{5ms} / 2);
+      CHECK(q.admit(urgent, kNow, load).reason == Reason::ok);
+    }
+    std::vector<DroppedItem> dropped;
+    for (int i = 0; i < 5; ++i) CHECK(id_of(q.pop(kNow, dropped)) == 100 + i);
+    CHECK(id_of(q.pop(kNow, dropped)) == 0);
+    CHECK(dropped.empty());
+  }
+
+  TEST_CASE("work ahead is higher classes plus the newcomer's class up to its deadline, ties "
+            "included") {
+    Items items;
+    DeadlineQueue q{{.capacity = 16, .workers = 1, .min_useful = 1ms}};
+    REQUIRE(q.admit(items.add(1, Priority::critical, kNow + 5s, 30ms), kNow).admitted());
+    REQUIRE(q.admit(items.add(2, Priority::normal, kNow + 1s, 20ms), kNow).admitted());
+    REQUIRE(q.admit(items.add(3, Priority::normal, kNow + 2s, 7ms), kNow).admitted());
+    REQUIRE(q.admit(items.add(4, Priority::normal, kNow + 3s, 100ms), kNow).admitted());
+    REQUIRE(q.admit(items.add(5, Priority::sheddable, kNow + 200s, 1s), kNow).admitted());
+
+    CHECK(q.predicted_start(items.add(10, Priority::high, kNow + 1s, 1ms), kNow) == kNow + 30ms);
+    CHECK(q.predicted_start(items.add(11, Priority::normal, kNow + 500ms, 1ms), kNow) ==
+          kNow + 30ms);
+    // Equal deadlines run first: they arrived earlier.
+    CHECK(q.predicted_start(items.add(12, Priority::normal, kNow + 2s, 1ms), kNow) ==
+          kNow + 57ms);
+    CHECK(q.predicted_start(items.add(13, Priority::sheddable, kNow + 1ms, 1ms), kNow) ==
+          kNow + 157ms);
+  }
+
+  TEST_CASE("work ahead counts each item's central work, the newcomer's own fit its tail "
+            "estimate") {
+    Items items;
+    DeadlineQueue q{{.capacity = 16, .workers = 1, .min_useful = 1ms}};
+    // Three items of tail 50 ms but median 10 ms: 30 ms ahead, not 150 ms.
+    for (int i = 0; i < 3; ++i) {
+      REQUIRE(q.admit(items.add(i, Priority::normal, kNow + 1s, 50ms, 10ms), kNow).admitted());
+    }
+    CHECK(q.work_ahead(Priority::normal) == 30ms);
+    // 100 ms before their deadline: 30 ms ahead + a 70 ms tail fits exactly; 1 ns more does not.
+    const TimePoint later = kNow + 900ms;
+    CHECK(q.admit(items.add(3, Priority::normal, kNow + 1s, 70ms + 1ns, 1ms), later).reason ==
+          Reason::deadline_implausible);
+    CHECK(q.admit(items.add(4, Priority::normal, kNow + 1s, 70ms, 1ms), later).reason ==
+          Reason::ok);
+  }
+
+  TEST_CASE("running work delays the newcomer by how long until a worker frees") {
+    Items items;
+    DeadlineQueue q{{.capacity = 16, .workers = 2, .min_useful = 1ms}};
+    REQUIRE(q.admit(items.add(1, Priority::normal, kNow + 50ms, 20ms), kNow).admitted());
+    const Load load{.busy_for = 30ms};
+    // 20 ms ÷ 2 + 30 ms + 60 ms = 100 ms.
+    CHECK(q.admit(items.add(2, Priority::normal, kNow + 100ms - 1ns, 60ms), kNow, load).reason ==
+          Reason::deadline_implausible);
+    CHECK(q.admit(items.add(3, Priority::normal, kNow + 100ms, 60ms), kNow, load).reason ==
+          Reason::ok);
+  }
+
+  TEST_CASE("a newcomer is rejected when it would push an item of its class past its latest "
+            "start") {
+    Items items;
+    DeadlineQueue q{{.capacity = 16, .workers = 1, .min_useful = 1ms}};
+    // A: deadline +100 ms, 50 ms: latest start +50 ms.
+    REQUIRE(q.admit(items.add(1, Priority::normal, kNow + 100ms, 50ms), kNow).admitted());
+    // B goes before A: A's start moves to +30 ms, still before +50 ms.
+    REQUIRE(q.admit(items.add(2, Priority::normal, kNow + 60ms, 30ms), kNow).admitted());
+    // C would go before both: B's start would be +30 ms (its latest: +30 ms, kept), but A's
+    // +60 ms, after its latest start.
+    Item& c = items.add(3, Priority::normal, kNow + 55ms, 30ms);
+    CHECK(q.admit(c, kNow).reason == Reason::deadline_implausible);
+    CHECK(q.size() == 2);
+    // One of 20 ms fits: A then starts at +50 ms exactly.
+    CHECK(q.admit(items.add(4, Priority::normal, kNow + 55ms, 20ms), kNow).reason == Reason::ok);
+
+    SUBCASE("a higher class may overtake; the item pushed past its latest start leaves then") {
+      REQUIRE(q.admit(items.add(5, Priority::critical, kNow + 55ms, 30ms), kNow).admitted());
+      CHECK(q.next_drop_time() == Deadline::at(kNow + 25ms + 1ns));  // the critical one's
+      // It runs first; D (latest start +35 ms) next; B and A then start too late.
+      std::vector<DroppedItem> dropped;
+      CHECK(id_of(q.pop(kNow, dropped)) == 5);
+      CHECK(id_of(q.pop(kNow + 30ms, dropped)) == 4);
+      CHECK(q.pop(kNow + 50ms + 1ns, dropped) == nullptr);
+      CHECK(ids_of(dropped) == std::vector<int>{2, 1});
+      CHECK(reasons_of(dropped) ==
+            std::vector<Reason>{Reason::too_late_to_start, Reason::too_late_to_start});
+    }
+    SUBCASE("the rule is per class: a sheddable newcomer is not held back by normal promises") {
+      CHECK(q.admit(items.add(5, Priority::sheddable, kNow + 200ms, 10ms), kNow).reason ==
+            Reason::ok);
+    }
+  }
+
+  TEST_CASE("an item already predicted to start late does not block newcomers") {
+    Items items;
+    DeadlineQueue q{{.capacity = 16, .workers = 1, .min_useful = 1ms}};
+    REQUIRE(q.admit(items.add(1, Priority::normal, kNow + 100ms, 50ms), kNow).admitted());
+    // 45 ms until the worker frees: A (latest start +50 ms) is on time, and a 10 ms newcomer
+    // ahead of it would make it late.
+    const Load shorter{.busy_for = 45ms};
+    CHECK(q.admit(items.add(2, Priority::normal, kNow + 80ms, 10ms), kNow, shorter).reason ==
+          Reason::deadline_implausible);
+    // 60 ms: A is already predicted late, and no longer holds newcomers back.
+    const Load load{.busy_for = 60ms};
+    CHECK(q.admit(items.add(3, Priority::normal, kNow + 90ms, 10ms), kNow, load).reason ==
+          Reason::ok);
+  }
+
+  TEST_CASE("a bulkhead's work ahead is divided by its limit, not by all workers") {
+    Items items;
+    DeadlineQueue q{{.capacity = 16, .workers = 4, .min_useful = 1ms, .group_limits = {1, 2}}};
+    for (int i = 0; i < 3; ++i) {
+      REQUIRE(q.admit(items.add(i, Priority::normal, kNow + 1s, 30ms, 30ms, 1), kNow).admitted());
+    }
+    REQUIRE(q.admit(items.add(3, Priority::normal, kNow + 1s, 40ms, 40ms, 2), kNow).admitted());
+    REQUIRE(q.admit(items.add(4, Priority::normal, kNow + 1s, 40ms, 40ms, 2), kNow).admitted());
+    const Load load{.busy_for = 0ms, .group_busy_for = 5ms};
+    // Group 1: 90 ms ÷ 1 + 5 ms; group 2: 80 ms ÷ 2 + 5 ms; ungrouped: 170 ms ÷ 4.
+    CHECK(q.predicted_start(items.add(10, Priority::normal, kNow + 2s, 1ms, 1ms, 1), kNow, load) ==
+          kNow + 95ms);
+    CHECK(q.predicted_start(items.add(11, Priority::normal, kNow + 2s, 1ms, 1ms, 2), kNow, load) ==
+          kNow + 45ms);
+    CHECK(q.predicted_start(items.add(12, Priority::normal, kNow + 2s, 1ms), kNow, load) ==
+          kNow + Duration{170ms} / 4);
+    // 100 ms before the queued items' deadlines: a group 1 newcomer behind them starts at
+    // +95 ms and needs 30 ms.
+    const TimePoint later = kNow + 900ms;
+    CHECK(q.admit(items.add(13, Priority::normal, kNow + 1s + 25ms - 1ns, 30ms, 30ms, 1), later,
+                  load).reason == Reason::deadline_implausible);
+    CHECK(q.admit(items.add(14, Priority::normal, kNow + 1s + 25ms, 30ms, 30ms, 1), later,
+                  load).reason == Reason::ok);
+  }
+
+  TEST_CASE("parked items of a bulkhead count in its prediction in the order they will run") {
+    Items items;
+    DeadlineQueue q{{.capacity = 16, .workers = 2, .min_useful = 1ms, .group_limits = {1}}};
+    REQUIRE(q.admit(items.add(1, Priority::normal, kNow + 1s, 30ms, 30ms, 1), kNow).admitted());
+    REQUIRE(q.admit(items.add(2, Priority::normal, kNow + 5s, 30ms, 30ms, 1), kNow).admitted());
+    std::vector<DroppedItem> dropped;
+    REQUIRE(q.pop(kNow, dropped, [](std::uint32_t) { return false; }) == nullptr);  // parks both
+    REQUIRE(q.parked(1) == 2);
+    // Before the 5 s one, after the 1 s one.
+    CHECK(q.predicted_start(items.add(3, Priority::normal, kNow + 2s, 1ms, 1ms, 1), kNow) ==
+          kNow + 30ms);
+  }
+
+  TEST_CASE("when an unparked item is dropped the group's next parked item is handed out at once") {
+    Items items;
+    DeadlineQueue q{{.capacity = 16, .workers = 2, .min_useful = 1ms, .group_limits = {1}}};
+    bool slot_free = false;
+    auto can_start = [&](std::uint32_t) { return slot_free; };
+    // A holds the slot. B (40 ms budget, 30 ms) and C, D (5 s budgets) are parked.
+    REQUIRE(q.admit(items.add(1, Priority::normal, kNow + 5s, 30ms, 30ms, 1), kNow).admitted());
+    std::vector<DroppedItem> dropped;
+    slot_free = true;
+    REQUIRE(id_of(q.pop(kNow, dropped, can_start)) == 1);
+    slot_free = false;
+    Item& b = items.add(2, Priority::normal, kNow + 40ms, 30ms, 30ms, 1);
+    REQUIRE(q.admit(b, kNow).admitted());
+    REQUIRE(q.admit(items.add(3, Priority::normal, kNow + 5s, 30ms, 30ms, 1), kNow).admitted());
+    REQUIRE(q.admit(items.add(4, Priority::normal, kNow + 5s, 30ms, 30ms, 1), kNow).admitted());
+    REQUIRE(q.pop(kNow, dropped, can_start) == nullptr);
+    REQUIRE(q.parked(1) == 3);
+
+    SUBCASE("dropped at pop: too late to start when the slot frees") {
+      slot_free = true;  // A finished 20 ms later: B has 20 ms left, needs 30 ms
+      CHECK(id_of(q.pop(kNow + 20ms, dropped, can_start)) == 3);
+      CHECK(ids_of(dropped) == std::vector<int>{2});
+      CHECK(reasons_of(dropped) == std::vector<Reason>{Reason::too_late_to_start});
+      CHECK(id_of(q.pop(kNow + 20ms, dropped, can_start)) == 4);
+    }
+    SUBCASE("expired while parked, then the slot frees") {
+      q.expire(kNow + 40ms, dropped);
+      CHECK(ids_of(dropped) == std::vector<int>{2});
+      slot_free = true;
+      CHECK(id_of(q.pop(kNow + 40ms, dropped, can_start)) == 3);
+    }
+    SUBCASE("removed after it was unparked") {
+      REQUIRE(q.unpark(1));  // B, the most urgent
+      CHECK(q.remove(b));    // cancelled
+      slot_free = true;
+      CHECK(id_of(q.pop(kNow + 1ms, dropped, can_start)) == 3);
+      CHECK(dropped.empty());
+    }
+  }
+
+  TEST_CASE("the timer's expire removes an item at its latest useful start") {
+    Items items;
+    DeadlineQueue q{{.capacity = 16, .workers = 1, .min_useful = 1ms, .group_limits = {1}}};
+    REQUIRE(q.admit(items.add(1, Priority::normal, kNow + 100ms, 30ms), kNow).admitted());
+    REQUIRE(q.admit(items.add(2, Priority::high, kNow + 200ms, 10ms, 10ms, 1), kNow).admitted());
+    REQUIRE(q.admit(items.add(3, Priority::normal, kNow + 50ms, 0ms), kNow).admitted());
+    std::vector<DroppedItem> dropped;
+    REQUIRE(id_of(q.pop(kNow, dropped, [](std::uint32_t) { return false; })) == 3);  // parks 2
+    CHECK(q.next_drop_time() == Deadline::at(kNow + 70ms + 1ns));
+
+    q.expire(kNow + 70ms, dropped);
+    CHECK(dropped.empty());
+    q.expire(kNow + 70ms + 1ns, dropped);
+    CHECK(ids_of(dropped) == std::vector<int>{1});
+    CHECK(reasons_of(dropped) == std::vector<Reason>{Reason::too_late_to_start});
+    CHECK(q.next_drop_time() == Deadline::at(kNow + 190ms + 1ns));  // the parked one
+    q.expire(kNow + 190ms + 1ns, dropped);
+    CHECK(ids_of(dropped) == std::vector<int>{1, 2});
+    CHECK(q.empty());
+  }
+
+  TEST_CASE("without drop_if_cannot_finish items leave only at their deadline") {
+    Items items;
+    DeadlineQueue q{{.capacity = 16, .workers = 1, .min_useful = 1ms, .drop_if_cannot_finish = false}};
+    REQUIRE(q.admit(items.add(1, Priority::normal, kNow + 100ms, 30ms), kNow).admitted());
+    CHECK(q.next_drop_time() == Deadline::at(kNow + 100ms));
+    std::vector<DroppedItem> dropped;
+    q.expire(kNow + 99ms, dropped);
+    CHECK(dropped.empty());
+    q.expire(kNow + 100ms, dropped);
+    CHECK(reasons_of(dropped) == std::vector<Reason>{Reason::expired_in_queue});
+  }
+
+  TEST_CASE("a mixed queue of classes, budgets and groups pops in class then deadline order") {
+    Items items;
+    DeadlineQueue q{{.capacity = 64, .workers = 3, .min_useful = 1ms, .group_limits = {2}}};
+    const Priority classes[] = {Priority::sheddable, Priority::normal, Priority::high,
+                                Priority::critical};
+    for (int i = 0; i < 40; ++i) {
+      const Priority p = classes[(i * 7) % 4];
+      const TimePoint deadline = kNow + 10s + std::chrono::milliseconds{(i * 37) % 23};
+      REQUIRE(q.admit(items.add(i, p, deadline, 1ms, 1ms, i % 5 == 0 ? 1 : 0), kNow).admitted());
+    }
+    std::vector<DroppedItem> dropped;
+    const QueueItem* last = nullptr;
+    int popped = 0;
+    while (const QueueItem* item = q.pop(kNow, dropped)) {
+      if (last != nullptr) {
+        CHECK((last->priority < item->priority ||
+               (last->priority == item->priority && last->deadline <= item->deadline)));
+      }
+      last = item;
+      ++popped;
+    }
+    CHECK(popped == 40);
+    CHECK(q.empty());
+    CHECK(q.work_ahead(Priority::sheddable) == Duration::zero());
+  }
+}
