@@ -39,7 +39,7 @@ TEST_SUITE("JobContext") {
     CancelSource source;
     JobContext ctx{1, "k", Deadline::never(), source.token(), policy};
     int before_commit_callback = 0;
-    ctx.on_cancel([&]() noexcept { ++before_commit_callback; });
+    const auto reg = ctx.on_cancel([&]() noexcept { ++before_commit_callback; });
     ctx.commit();
     CHECK(ctx.committed());
     source.cancel(CancelCause::caller);
@@ -63,8 +63,9 @@ TEST_SUITE("JobContext") {
     JobContext ctx{1, "k", Deadline::never(), source.token(), policy};
     source.cancel(CancelCause::upstream);
     int calls = 0;
-    ctx.on_cancel([&]() noexcept { ++calls; });
+    const auto reg = ctx.on_cancel([&]() noexcept { ++calls; });
     CHECK(calls == 1);
+    CHECK_FALSE(reg);  // nothing left to deregister
   }
 
   TEST_CASE("child_budget keeps the reserve back and fails below the minimum useful budget") {
