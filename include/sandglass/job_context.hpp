@@ -107,7 +107,9 @@ class JobContext {
   // Blocks until `until` or until the job is cancelled, whichever comes first; then throws
   // `Cancelled` if it was cancelled (like a checkpoint). After the commit point cancellation no
   // longer interrupts it. A time in the past returns at once. Built on
-  // std::condition_variable_any's stop_token wait: no thread and no timer of its own.
+  // std::condition_variable_any's stop_token wait: no thread and no timer of its own; it wakes
+  // when the cancellation's callbacks run (for a deadline: on the runtime's callback thread,
+  // right after the timer signalled it).
   void sleep_until(Deadline until);
   void sleep_for(Duration timeout) { sleep_until(Deadline::after(timeout)); }
 
