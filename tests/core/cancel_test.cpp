@@ -465,7 +465,7 @@ TEST_SUITE("CancelState") {
 
   TEST_CASE("signal records the cause at once and run_callbacks runs the callbacks later") {
     CancelSource source;
-    const auto& state = CancelAccess::state(source.token());
+    const auto state = CancelAccess::state(source.token());
     int calls = 0;
     const CancelRegistration before = source.token().on_cancel([&]() noexcept { ++calls; });
     CHECK(state->signal(CancelCause::deadline));
@@ -485,7 +485,7 @@ TEST_SUITE("CancelState") {
 
   TEST_CASE("close refuses every later cancellation and reads as never cancelled") {
     CancelSource source;
-    const auto& state = CancelAccess::state(source.token());
+    const auto state = CancelAccess::state(source.token());
     int calls = 0;
     const CancelRegistration reg = source.token().on_cancel([&]() noexcept { ++calls; });
     CHECK(state->close() == CancelCause::none);
@@ -501,7 +501,7 @@ TEST_SUITE("CancelState") {
 
   TEST_CASE("close after a cancellation returns its cause and changes nothing") {
     CancelSource source;
-    const auto& state = CancelAccess::state(source.token());
+    const auto state = CancelAccess::state(source.token());
     CHECK(source.cancel(CancelCause::upstream));
     CHECK(state->close() == CancelCause::upstream);
     CHECK(source.cause() == CancelCause::upstream);
@@ -510,7 +510,7 @@ TEST_SUITE("CancelState") {
   TEST_CASE("close racing a cancellation: exactly one wins" * doctest::timeout(30)) {
     for (int round = 0; round < 500; ++round) {
       CancelSource source;
-      const auto& state = CancelAccess::state(source.token());
+      const auto state = CancelAccess::state(source.token());
       std::atomic<int> calls{0};
       const CancelRegistration reg =
           source.token().on_cancel([&]() noexcept { calls.fetch_add(1); });

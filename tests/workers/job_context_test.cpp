@@ -206,7 +206,7 @@ TEST_SUITE("JobContext") {
     JobContext ctx{1, "k", Deadline::never(), source.token(), policy};
     int calls = 0;
     const auto reg = ctx.on_cancel([&]() noexcept { ++calls; });
-    const auto& state = sandglass::CancelAccess::state(source.token());
+    const auto state = sandglass::CancelAccess::state(source.token());
     REQUIRE(state->signal(CancelCause::deadline));  // as the runtime's timer does
     CHECK_THROWS_AS(ctx.commit(), Cancelled);
     CHECK_FALSE(ctx.committed());
