@@ -2,6 +2,7 @@
 
 #include "runtime/runtime_core.hpp"
 
+#include <mutex>
 #include <stdexcept>
 
 namespace sandglass {
@@ -53,8 +54,34 @@ JobId JobHandle::id() const noexcept { return job_ ? job_->id : 0; }
 
 bool JobHandle::cancel() const {
   // A finished job no longer touches its runtime, which may be gone.
-  return job_ && !job_->done() && job_->core->cancel(*job_, CancelCause::caller);
+  return job_ && detail::RuntimeCore::cancel_from_outside(*job_, CancelCause::caller);
 }
+
+namespace detail {
+
+void PendingCancel::cancel() {
+  JobHandle job;
+  {
+    std::lock_guard lock{mu_};
+    if (!job_) {
+      requested_ = true;  // attach() applies it
+      return;
+    }
+    job = job_;
+  }
+  job.cancel();
+}
+
+void PendingCancel::attach(const JobHandle& job) {
+  {
+    std::lock_guard lock{mu_};
+    job_ = job;
+    if (!requested_) return;
+  }
+  job.cancel();
+}
+
+}  // namespace detail
 
 Outcome JobHandle::wait() const {
   if (!job_) throw std::logic_error{"JobHandle::wait: the handle refers to no job"};

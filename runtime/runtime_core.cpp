@@ -1,9 +1,17 @@
 #include "runtime/runtime_core.hpp"
 
+#include "workers/callback_scope.hpp"
+
+#include <boost/asio/post.hpp>
 #include <boost/pool/pool_alloc.hpp>
 
 #include <algorithm>
 #include <stdexcept>
+
+#if defined(__linux__)
+#include <pthread.h>
+#include <sys/prctl.h>
+#endif
 
 namespace sandglass::detail {
 namespace {
@@ -44,7 +52,12 @@ RuntimeCore::RuntimeCore(RuntimeOptions options)
   };
 }
 
-RuntimeCore::~RuntimeCore() = default;
+RuntimeCore::~RuntimeCore() {
+  // Jobs are all finished (the Runtime shut down); callers that reached the runtime through a
+  // job before it finished may still be inside cancel_from_outside.
+  Lock lock{mu_};
+  drained_.wait(lock, [&] { return outside_calls_ == 0; });
+}
 
 Load RuntimeCore::load_for(const KindState& ks, TimePoint now) const {
   const bool worker_idle = running_.size() < options_.workers;
@@ -71,6 +84,10 @@ Load RuntimeCore::load_for(const KindState& ks, TimePoint now) const {
 
 void RuntimeCore::start() {
   pool_.emplace(options_.workers, *this, options_.budget);
+  callbacks_.emplace(1);
+#if defined(__linux__)
+  boost::asio::post(*callbacks_, [] { pthread_setname_np(pthread_self(), "sg-callbacks"); });
+#endif
   timer_ = std::thread{[this] { timer_loop(); }};
 }
 
@@ -127,7 +144,7 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
     // (the callback then does nothing): the check after admission covers that. The callback
     // holds only a weak reference, as the job owns the registration.
     job->parent_link = spec.parent.on_cancel([weak = std::weak_ptr<Job>{job}]() noexcept {
-      if (auto j = weak.lock()) j->core->cancel(*j, CancelCause::upstream);
+      if (auto j = weak.lock()) cancel_from_outside(*j, CancelCause::upstream);
     });
   }
 
@@ -191,6 +208,20 @@ bool RuntimeCore::cancel(Job& job, CancelCause cause) {
     return job.cancel(cause);
   }
   return false;
+}
+
+bool RuntimeCore::cancel_from_outside(Job& job, CancelCause cause) {
+  RuntimeCore* core = job.pin_core();
+  if (core == nullptr) return false;  // finished: the runtime may be gone
+  {
+    std::lock_guard lock{core->mu_};
+    ++core->outside_calls_;  // from here on the destructor waits for us
+  }
+  job.unpin_core();
+  const bool cancelled = core->cancel(job, cause);
+  std::lock_guard lock{core->mu_};
+  if (--core->outside_calls_ == 0) core->drained_.notify_all();
+  return cancelled;  // touches nothing of the core after the unlock
 }
 
 std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<Job> finished,
@@ -308,6 +339,14 @@ Deadline RuntimeCore::visit_overdue(TimePoint now, std::vector<std::shared_ptr<J
 }
 
 void RuntimeCore::timer_loop() {
+#if defined(__linux__)
+  // The timer sleeps until the earliest deadline, and the kernel may wake a sleeping thread up
+  // to its timer slack late (50 µs by default); every deadline signal would inherit that. The
+  // timer wakes about once per deadline, so a tight slack costs little.
+  constexpr unsigned long kTimerSlackNs = 10'000;
+  prctl(PR_SET_TIMERSLACK, kTimerSlackNs);
+  pthread_setname_np(pthread_self(), "sg-timer");
+#endif
   std::vector<DroppedItem> dropped;
   std::vector<DroppedJob> expired;
   std::vector<std::shared_ptr<Job>> overdue;
@@ -324,11 +363,7 @@ void RuntimeCore::timer_loop() {
       const bool wake_worker = !expired.empty() && !queue_.empty() && claim_idle_worker();
       lock.unlock();
       if (wake_worker) work_ready_.notify_one();
-      finish_dropped(expired);
-      for (auto& job : overdue) job->cancel(CancelCause::deadline);
-      overdue.clear();
-      for (const Overrun& o : overruns) options_.on_overrun(o);
-      overruns.clear();
+      dispatch_from_timer(expired, overdue, overruns);
       lock.lock();
       continue;
     }
@@ -342,13 +377,47 @@ void RuntimeCore::timer_loop() {
   }
 }
 
+void RuntimeCore::dispatch_from_timer(std::vector<DroppedJob>& expired,
+                                      std::vector<std::shared_ptr<Job>>& overdue,
+                                      std::vector<Overrun>& overruns) {
+  // The deadline signal proper, here and at once: checkpoints see it now. A job already
+  // cancelled (or whose handler just returned) keeps what it had; its callbacks ran elsewhere.
+  std::erase_if(overdue, [](const std::shared_ptr<Job>& job) {
+    return !job->signal(CancelCause::deadline);
+  });
+  if (overdue.empty() && expired.empty() && overruns.empty()) return;
+  // The rest runs user code: on the callback thread. Cancellation callbacks first (they wake
+  // sleeping handlers and reach the real work), then outcomes, then reports.
+  boost::asio::post(*callbacks_, [this, overdue = std::move(overdue),
+                                  expired = std::move(expired),
+                                  overruns = std::move(overruns)]() mutable {
+    const CallbackScope scope{this};
+    for (auto& job : overdue) job->cancel_state().run_callbacks();
+    finish_dropped(expired);
+    for (const Overrun& o : overruns) options_.on_overrun(o);
+  });
+  // Moved from: empty them for the next round, whatever the moves left behind.
+  overdue.clear();
+  expired.clear();
+  overruns.clear();
+}
+
 void RuntimeCore::stop_admitting() {
   Lock lock{mu_};
   closing_ = true;
   queue_.close();
 }
 
+void RuntimeCore::refuse_from_callback(const char* what) const {
+  if (CallbackScope::inside(this)) {
+    throw std::logic_error{std::string{what} +
+                           " called from a handler or callback of the same Runtime: it would "
+                           "wait for that code to return; call it from another thread"};
+  }
+}
+
 void RuntimeCore::shutdown_until(Deadline drain_deadline) {
+  refuse_from_callback("Runtime::shutdown");
   std::lock_guard shutdown_lock{shutdown_mu_};
   if (shut_down_) return;
   std::vector<std::shared_ptr<Job>> left_in_queue;
@@ -381,6 +450,7 @@ void RuntimeCore::shutdown_until(Deadline drain_deadline) {
   timer_wake_.notify_all();
   pool_->join();
   timer_.join();
+  callbacks_->join();  // after the timer: it runs what the timer handed over, to the end
   shut_down_ = true;
 }
 

@@ -5,9 +5,13 @@
 // One timer thread serves every job: it sleeps until the earliest deadline of any queued or
 // running job (for queued jobs with drop_if_cannot_finish, the latest useful start: deadline −
 // the kind's tail estimate), removes queued jobs whose deadline passed (expired_in_queue) or
-// that can no longer finish (too_late_to_start) and cancels running ones with cause `deadline`; with an `on_overrun` callback it also wakes when a
-// cancelled job that still runs becomes overrunning, and reports it. Submitting or starting a job wakes it only when that
-// job's deadline is earlier than the one it sleeps for.
+// that can no longer finish (too_late_to_start) and signals running ones with cause `deadline`;
+// with an `on_overrun` callback it also wakes when a cancelled job that still runs becomes
+// overrunning. Submitting or starting a job wakes it only when that job's deadline is earlier
+// than the one it sleeps for. The timer runs no user code: it records the deadline on the job's
+// token (what checkpoints read) and hands the rest — the token's on_cancel callbacks, expired
+// jobs' outcomes and their callbacks, overrun reports — to one callback thread, in that order,
+// so a slow callback delays other callbacks but never a deadline signal.
 //
 // Thread safety: every public member function may be called concurrently.
 #pragma once
@@ -19,6 +23,7 @@
 #include "workers/job.hpp"
 #include "workers/worker_pool.hpp"
 
+#include <boost/asio/thread_pool.hpp>
 #include <boost/intrusive/set.hpp>
 
 #include <atomic>
@@ -53,6 +58,13 @@ class RuntimeCore final : public JobSource {
   // Cancels a queued job (it leaves the queue) or signals a running one. True if this call
   // cancelled it.
   bool cancel(Job& job, CancelCause cause);
+  // As `cancel`, for callers outside the runtime's own threads (JobHandle::cancel, a parent
+  // token's callback): safe while the runtime is being destroyed, and false once the job has
+  // ended (its handler returned, or its outcome is published).
+  static bool cancel_from_outside(Job& job, CancelCause cause);
+  // Throws std::logic_error when called from user code this runtime runs (a handler, an
+  // outcome callback, a callback on the callback thread): `what` would wait for itself.
+  void refuse_from_callback(const char* what) const;
   void shutdown_until(Deadline drain_deadline);
   void stop_admitting();
   RuntimeStats stats() const;
@@ -85,6 +97,11 @@ class RuntimeCore final : public JobSource {
   };
 
   void timer_loop();
+  // Hands what the timer found to the callback thread: runs the on_cancel callbacks of `overdue`
+  // (already signalled), publishes `expired`, reports `overruns`. Without mu_.
+  void dispatch_from_timer(std::vector<DroppedJob>& expired,
+                           std::vector<std::shared_ptr<Job>>& overdue,
+                           std::vector<Overrun>& overruns);
   // Walks the running jobs whose deadline passed at `now`: cancels those not yet signalled
   // (into `overdue`) and, when overruns are reported, collects those due for a report (into
   // `overruns`). Returns the earliest time the timer must wake for a running job. Requires mu_.
@@ -156,10 +173,14 @@ class RuntimeCore final : public JobSource {
   std::atomic<std::uint64_t> submitted_{0};
   alignas(64) std::array<std::atomic<std::uint64_t>, kReasonCount> outcomes_{};
 
+  std::size_t outside_calls_ = 0;                     // in cancel_from_outside; guarded by mu_
+
   std::mutex shutdown_mu_;  // serialises shutdown_until
   bool shut_down_ = false;  // guarded by shutdown_mu_
   std::optional<WorkerPool> pool_;
   std::thread timer_;
+  // The callback thread: user code the timer found due runs here (see the file comment).
+  std::optional<boost::asio::thread_pool> callbacks_;
 };
 
 }  // namespace sandglass::detail

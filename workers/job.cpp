@@ -1,5 +1,9 @@
 #include "workers/job.hpp"
 
+#include "workers/callback_scope.hpp"
+
+#include <thread>
+
 namespace sandglass::detail {
 
 Job::~Job() {
@@ -18,11 +22,29 @@ void Job::publish(Outcome&& outcome) {
     { std::lock_guard lock{w->mu}; }  // a waiter between its check and its sleep holds mu
     w->published.notify_all();
   }
+  // Pairs with the seq_cst increment in pin_core(). Pins last a few instructions.
+  while (pins_.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
   if (on_outcome) {
     OutcomeCallback callback = std::move(on_outcome);
+    const CallbackScope scope{core};
     callback(published_outcome());
   }
 }
+
+RuntimeCore* Job::pin_core() noexcept {
+  if (done()) return nullptr;
+  // Pairs with the seq_cst store of done_ and load of pins_ in publish().
+  pins_.fetch_add(1, std::memory_order_seq_cst);
+  if (done_.load(std::memory_order_seq_cst)) {
+    pins_.fetch_sub(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  return core;
+}
+
+// Release: what the pinner did (registering with the runtime) is visible to publish(), which
+// reads pins_ afterwards.
+void Job::unpin_core() noexcept { pins_.fetch_sub(1, std::memory_order_release); }
 
 Job::Waiters& Job::waiters() {
   Waiters* existing = waiters_.load(std::memory_order_seq_cst);

@@ -78,14 +78,28 @@ struct Job : QueueItem {
   CancelState& cancel_state() noexcept {
     return *std::launder(reinterpret_cast<CancelState*>(cancel_storage_));
   }
-  // Cancels a started job. True for the first cancellation.
+  // Cancels a started job. True for the first cancellation before the handler returned.
   bool cancel(CancelCause cause) noexcept { return cancel_state().cancel(cause); }
+  // Records the cause only (see CancelState::signal); the caller runs the callbacks later.
+  bool signal(CancelCause cause) noexcept { return cancel_state().signal(cause); }
+  // Called when the handler has returned: no cancellation is accepted from here on. Returns
+  // the cause of one accepted before.
+  CancelCause close_cancel() noexcept { return cancel_state().close(); }
   CancelToken token() { return CancelAccess::token({self, &cancel_state()}); }  // while running
 
   // Stores the outcome, wakes waiters, then runs `on_outcome`. Call exactly once, holding no
-  // lock of the runtime.
+  // lock of the runtime. Before it returns (and so before the runtime can be destroyed) it
+  // waits for callers of `enter()` that saw the job unfinished to have left `enter()`.
+  // `on_outcome` runs inside a CallbackScope of `core`.
   void publish(Outcome&& outcome);
   bool done() const noexcept { return done_.load(std::memory_order_acquire); }
+  // For callers outside the runtime (JobHandle::cancel, a parent token's callback) that must
+  // reach `core` while the runtime may be being destroyed. Returns `core` if the job is not
+  // finished, holding it steady until `unpin_core()`; nullptr (nothing to undo) once the
+  // outcome is published. Between the two calls the caller must register itself with the
+  // runtime (which then outlives it), and do nothing slow.
+  RuntimeCore* pin_core() noexcept;
+  void unpin_core() noexcept;
   // Blocks until published.
   Outcome wait();
   std::optional<Outcome> wait_until(Deadline until);
@@ -106,6 +120,10 @@ struct Job : QueueItem {
   // A waiter installs waiters_ and then reads done_; publish sets done_ and then reads
   // waiters_ (all seq_cst), so at least one of them sees the other.
   std::atomic<Waiters*> waiters_{nullptr};
+  // Callers between pin_core() and unpin_core(). A pinner increments it and then reads done_;
+  // publish sets done_ and then waits for it to be zero (all seq_cst), so either the pinner
+  // sees the job finished, or publish waits until the pinner has registered with the runtime.
+  std::atomic<std::uint32_t> pins_{0};
   alignas(CancelState) std::byte cancel_storage_[sizeof(CancelState)];
   alignas(Outcome) std::byte outcome_storage_[sizeof(Outcome)];
 };

@@ -32,7 +32,7 @@ JobContext::~JobContext() = default;
 void JobContext::throw_cancelled() const { throw Cancelled{token_.cause()}; }
 
 void JobContext::throw_if_not_committed() const {
-  if (!committed_.load(std::memory_order_relaxed)) throw_cancelled();
+  if (!committed()) throw_cancelled();
 }
 
 void JobContext::sleep_until(Deadline until) {
@@ -58,16 +58,32 @@ void JobContext::sleep_until(Deadline until) {
   checkpoint();
 }
 
-void JobContext::commit() {
-  if (committed_.load(std::memory_order_relaxed)) return;
-  // Dekker hand-shake with the on_cancel wrappers: store our flag, then look at theirs. Pairs
-  // with the seq_cst exchange in CancelState::cancel and the seq_cst load in the wrapper.
-  committed_.store(true, std::memory_order_seq_cst);
-  const auto& state = CancelAccess::state(token_);
-  if (state && state->cause_seq_cst() != CancelCause::none) {
-    committed_.store(false, std::memory_order_relaxed);
-    throw_cancelled();
+bool JobContext::settle_cancelled() noexcept {
+  Phase expected = Phase::open;
+  // Pairs with the exchange in commit(); acquire on failure, to see the winner's writes.
+  if (phase_.compare_exchange_strong(expected, Phase::cancelled, std::memory_order_acq_rel,
+                                     std::memory_order_acquire)) {
+    return true;
   }
+  return expected == Phase::cancelled;
+}
+
+void JobContext::commit() {
+  if (token_.cancelled()) {
+    // Recorded on the token already: the cancellation wins unless commit() won before (then
+    // this is a repeated call), and its on_cancel callbacks run or ran on the cancelling thread.
+    if (settle_cancelled()) throw_cancelled();
+    return;
+  }
+  Phase expected = Phase::open;
+  // Pairs with the exchange in settle_cancelled(), called by the on_cancel wrappers on the
+  // cancelling thread: exactly one of the two leaves `open`.
+  if (phase_.compare_exchange_strong(expected, Phase::committed, std::memory_order_acq_rel,
+                                     std::memory_order_acquire) ||
+      expected == Phase::committed) {
+    return;
+  }
+  throw_cancelled();
 }
 
 }  // namespace sandglass

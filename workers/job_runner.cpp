@@ -1,5 +1,8 @@
 #include "workers/job_runner.hpp"
 
+#include "workers/callback_scope.hpp"
+
+#include <cstdint>
 #include <exception>
 #include <string>
 
@@ -16,18 +19,17 @@ void mark_cancelled(Outcome& o, CancelCause cause) {
 // is most likely the cancellation reaching the real work (a closed socket, a killed child):
 // the job counts as cancelled. So does one whose deadline passed before the timer signalled it:
 // work bounded by the same deadline (a socket timeout) may notice it first. Otherwise it failed.
-void record_throw(Outcome& o, const JobContext& ctx, std::string message,
+// `cause` is what the token held when it was closed.
+void record_throw(Outcome& o, const JobContext& ctx, CancelCause cause, std::string message,
                   Reason reason = Reason::handler_error) {
   o.error = std::move(message);
-  // The token is read once: the timer may signal the deadline between two reads.
-  const bool cancelled = ctx.cancelled();
-  if (!ctx.committed() && (cancelled || ctx.deadline().expired())) {
-    mark_cancelled(o, cancelled ? ctx.cause() : CancelCause::deadline);
+  if (!ctx.committed() && (cause != CancelCause::none || ctx.deadline().expired())) {
+    mark_cancelled(o, cause != CancelCause::none ? cause : CancelCause::deadline);
     return;
   }
   o.state = State::failed;
   o.reason = reason;
-  o.cause = ctx.cause();
+  o.cause = cause;
 }
 
 }  // namespace
@@ -40,22 +42,48 @@ Outcome run_job(Job& job, const BudgetPolicy& policy) noexcept {
   o.timings.queue_wait = job.started_at - job.enqueued_at;
   o.timings.remaining_at_start = job.deadline.slack(job.started_at);
   {
-    // The context goes (and its on_cancel callbacks are deregistered) before the outcome.
+    // The context goes before the outcome (the handler's on_cancel registrations went with its
+    // scopes).
     JobContext ctx{job.id, job.kind, job.deadline, job.token(), policy, job.idempotency_key};
+    enum class Ended : std::uint8_t { returned, cancelled, threw } ended = Ended::returned;
+    std::string message;
+    Reason reason = Reason::handler_error;
+    CancelCause thrown_cause = CancelCause::none;
     try {
+      const CallbackScope scope{job.core};
       job.handler(ctx);
-      o.cause = ctx.cause();
-      o.state = State::completed;
-      o.reason = o.cause == CancelCause::none ? Reason::ok : Reason::completed_after_cancel;
     } catch (const Cancelled& c) {
-      mark_cancelled(o, ctx.cancelled() ? ctx.cause() : c.cause());
+      ended = Ended::cancelled;
+      thrown_cause = c.cause();
     } catch (const JobFailed& e) {
-      record_throw(o, ctx, e.what(), e.reason());
+      ended = Ended::threw;
+      message = e.what();
+      reason = e.reason();
     } catch (const std::exception& e) {
-      record_throw(o, ctx, e.what());
+      ended = Ended::threw;
+      message = e.what();
     } catch (...) {
-      record_throw(o, ctx, "unknown exception");
+      ended = Ended::threw;
+      message = "unknown exception";
     }
+    // From here on the job accepts no cancellation (JobHandle::cancel returns false), so the
+    // cause read here is the one the outcome reports: a cancellation either made it in or
+    // was refused.
+    const CancelCause cause = job.close_cancel();
+    switch (ended) {
+      case Ended::returned:
+        o.cause = cause;
+        o.state = State::completed;
+        o.reason = cause == CancelCause::none ? Reason::ok : Reason::completed_after_cancel;
+        break;
+      case Ended::cancelled:
+        mark_cancelled(o, cause != CancelCause::none ? cause : thrown_cause);
+        break;
+      case Ended::threw:
+        record_throw(o, ctx, cause, std::move(message), reason);
+        break;
+    }
+    o.committed = ctx.committed();
     // Also when it failed or was cancelled: a partial result can say how far it got.
     o.result = ctx.take_result();
   }

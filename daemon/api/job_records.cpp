@@ -56,6 +56,7 @@ std::string record_json(JobId id, const std::string& kind, const Outcome* outcom
   r["state"] = to_string(o.state);
   r["reason"] = to_string(o.reason);
   if (o.cause != CancelCause::none) r["cause"] = to_string(o.cause);
+  r["committed"] = o.committed;
   if (!o.result.empty()) r["result"] = result_value(o.result);
   if (!o.error.empty()) r["error"] = o.error;
   const Timings& t = o.timings;

@@ -61,19 +61,34 @@ class CancelState {
   CancelState(const CancelState&) = delete;
   CancelState& operator=(const CancelState&) = delete;
 
-  // Pairs with the release in `cancel()`: whoever sees the cause also sees what the canceller
-  // wrote before cancelling.
-  CancelCause cause() const noexcept { return cause_.load(std::memory_order_acquire); }
-  // For Dekker-style hand-shakes (JobContext::commit): pairs with the seq_cst exchange in
-  // `cancel()`.
-  CancelCause cause_seq_cst() const noexcept { return cause_.load(std::memory_order_seq_cst); }
+  // Pairs with the seq_cst exchange in `signal()`: whoever sees the cause also sees what the
+  // canceller wrote before cancelling. A closed state reads as never cancelled.
+  CancelCause cause() const noexcept { return decode(word_.load(std::memory_order_acquire)); }
 
-  // Stores `cause` if none is stored yet, then runs the callbacks. True for the first call.
-  bool cancel(CancelCause cause) noexcept;
+  // Stores `cause` if none is stored yet and the state is not closed, then runs the callbacks.
+  // True for the first call.
+  bool cancel(CancelCause cause) noexcept {
+    if (!signal(cause)) return false;
+    run_callbacks();
+    return true;
+  }
+  // The first half of `cancel()`: stores the cause (checks see it at once) but runs no
+  // callback. True for the first call; the caller must then call `run_callbacks()`, on any
+  // thread. Until it does, callbacks registered before the signal have not run; callbacks
+  // registered after it run at once on the registering thread.
+  bool signal(CancelCause cause) noexcept;
+  // The second half of `cancel()`: runs the callbacks registered so far, on this thread.
+  void run_callbacks() noexcept;
+  // Ends the state's life as something that can be cancelled: a later `cancel()` or
+  // `signal()` returns false. Returns the cause stored before, or `none` (after which the state
+  // stays uncancelled). The runtime closes a job's state when its handler returns, so that
+  // "cancelled" and "finished" cannot both win.
+  CancelCause close() noexcept;
 
   // A token to register a callback with, or nullopt when the state is already cancelled (the
   // caller then runs its callback itself). The stop_source is created on first use, so a state
-  // that nobody registers with costs no allocation.
+  // that nobody registers with costs no allocation. On a closed state the token is never
+  // stopped.
   std::optional<std::stop_token> stop_token_for_callback();
 
   // Makes a cancellation of `parent` cancel this state with cause `upstream`.
@@ -84,8 +99,13 @@ class CancelState {
     CancelState* child;
     void operator()() const noexcept { child->cancel(CancelCause::upstream); }
   };
+  // word_ holds a CancelCause, or kClosed.
+  static constexpr std::uint8_t kClosed = 0xff;
+  static CancelCause decode(std::uint8_t word) noexcept {
+    return word == kClosed ? CancelCause::none : static_cast<CancelCause>(word);
+  }
 
-  std::atomic<CancelCause> cause_{CancelCause::none};
+  std::atomic<std::uint8_t> word_{static_cast<std::uint8_t>(CancelCause::none)};
   std::mutex mu_;                              // guards the creation of stop_
   std::stop_source stop_{std::nostopstate};    // created once, then only used
   std::shared_ptr<CancelState> parent_;  // kept alive while linked

@@ -6,7 +6,12 @@
 //       ctx.checkpoint();                        // throws Cancelled once cancelled
 //       process(chunk);
 //     }
-//     ctx.on_cancel([&]() noexcept { child.kill(); });   // reach the real work
+//     {
+//       Child child{command};
+//       // Reaches the real work; deregistered when `stop` goes out of scope, before `child`.
+//       auto stop = ctx.on_cancel([&]() noexcept { child.kill(); });
+//       child.wait();
+//     }
 //     ctx.commit();                              // from here on, cancellation no longer aborts
 //     write_result();
 //   });
@@ -14,13 +19,18 @@
 // A checkpoint is one atomic load; it never reads the clock (the runtime's timer cancels the
 // token with cause `deadline` when the deadline passes).
 //
-// Commit points: `commit()` throws `Cancelled` if cancellation arrived before it; after it,
-// `checkpoint()` no longer throws and callbacks registered with `on_cancel` no longer run. If a
-// cancellation arrives after the commit point, the outcome is `completed` with reason
-// `completed_after_cancel`.
+// Commit points: a job is open, then either committed or cancelled, never both: `commit()` and
+// the cancellation race for one atomic state (compare-and-swap on both sides), and exactly one
+// wins. If the cancellation wins, `commit()` throws `Cancelled` and every callback registered
+// with `on_cancel` and still registered when the cancellation reaches it runs, once. If
+// `commit()` wins, `checkpoint()` no longer throws, those callbacks never run, and a
+// cancellation that arrives later only shows in the outcome: `completed` with reason
+// `completed_after_cancel` and `Outcome::committed` set. (A cancellation recorded on the token
+// while no `on_cancel` callback is registered is seen by `commit()` directly.) Callbacks
+// registered on `token()` directly do not care about the commit point.
 //
 // Thread safety: a context belongs to the handler's thread; only `cancelled()`, `cause()`,
-// `deadline()`, `remaining()` and `token()` may be called from other threads.
+// `committed()`, `deadline()`, `remaining()` and `token()` may be called from other threads.
 #pragma once
 
 #include <sandglass/budget_policy.hpp>
@@ -30,12 +40,12 @@
 #include <sandglass/reason.hpp>
 
 #include <atomic>
+#include <cstdint>
 #include <exception>
 #include <stdexcept>
 #include <functional>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace sandglass {
 
@@ -97,7 +107,9 @@ class JobContext {
   // Blocks until `until` or until the job is cancelled, whichever comes first; then throws
   // `Cancelled` if it was cancelled (like a checkpoint). After the commit point cancellation no
   // longer interrupts it. A time in the past returns at once. Built on
-  // std::condition_variable_any's stop_token wait: no thread and no timer of its own.
+  // std::condition_variable_any's stop_token wait: no thread and no timer of its own; it wakes
+  // when the cancellation's callbacks run (for a deadline: on the runtime's callback thread,
+  // right after the timer signalled it).
   void sleep_until(Deadline until);
   void sleep_for(Duration timeout) { sleep_until(Deadline::after(timeout)); }
 
@@ -107,29 +119,41 @@ class JobContext {
     return policy_->child_budget(deadline_, caps);
   }
 
-  // Runs `callback` once when the job is cancelled before its commit point (at once if it
-  // already is). Registrations last until the handler returns.
+  // Registers `callback` to run once when the job is cancelled before its commit point (at
+  // once, on this thread, if it already is). Returns the registration: destroying it
+  // deregisters the callback, and blocks while the callback runs on another thread, so
+  // whatever the callback captures may be destroyed right after. Keep it alive for as long as
+  // the work it reaches runs; it must not outlive this context. Usually called on the
+  // cancelling thread: the caller's, or the runtime's callback thread for deadlines (never the
+  // timer thread).
   template <CancelCallback F>
-  void on_cancel(F&& callback) {
-    registrations_.push_back(token_.on_cancel(
-        [this, fn = std::forward<F>(callback)]() mutable noexcept {
-          // Pairs with the store in commit(): either commit() sees the cancellation and throws,
-          // or this callback sees the commit and stays quiet.
-          if (!committed_.load(std::memory_order_seq_cst)) fn();
-        }));
+  [[nodiscard]] CancelRegistration on_cancel(F&& callback) {
+    return token_.on_cancel([this, fn = std::forward<F>(callback)]() mutable noexcept {
+      // Pairs with the exchange in commit(): both sides leave `open` by compare-and-swap, so
+      // exactly one decides. Every callback of a cancellation that won runs.
+      if (settle_cancelled()) fn();
+    });
   }
 
-  // Marks the commit point. Throws `Cancelled` if the job was cancelled before it.
+  // Marks the commit point. Throws `Cancelled` if the job was cancelled before it (see the file
+  // comment for the race). Calling it again after it succeeded does nothing.
   void commit();
-  bool committed() const noexcept { return committed_.load(std::memory_order_relaxed); }
+  // True once `commit()` succeeded.
+  bool committed() const noexcept {
+    return phase_.load(std::memory_order_acquire) == Phase::committed;
+  }
 
   // The job's result, carried into `Outcome::result`.
   void set_result(std::string result) { result_ = std::move(result); }
   std::string take_result() noexcept { return std::move(result_); }
 
  private:
+  enum class Phase : std::uint8_t { open, committed, cancelled };
+
   [[noreturn]] void throw_cancelled() const;
   void throw_if_not_committed() const;
+  // Moves open → cancelled; true when the state is (now) cancelled, false when committed.
+  bool settle_cancelled() noexcept;
 
   JobId id_;
   std::string_view kind_;
@@ -137,9 +161,8 @@ class JobContext {
   Deadline deadline_;
   CancelToken token_;
   const BudgetPolicy* policy_;
-  std::atomic<bool> committed_{false};
+  std::atomic<Phase> phase_{Phase::open};
   std::string result_;
-  std::vector<CancelRegistration> registrations_;  // last: deregistered before the rest goes
 };
 
 }  // namespace sandglass

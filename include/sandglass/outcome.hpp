@@ -8,7 +8,8 @@
 //
 //   state      reason                              meaning
 //   completed  ok                                  the handler returned
-//   completed  completed_after_cancel              returned although cancelled (after commit())
+//   completed  completed_after_cancel              returned although cancelled (after commit(),
+//                                                  then `committed` is true)
 //   failed     handler_error                       the handler threw; `error` has its text
 //   failed     deadline_exceeded_before_dispatch,  the handler gave up on a dependency
 //              retry_skipped_budget, breaker_open  (it threw `JobFailed` with that reason)
@@ -64,6 +65,9 @@ struct Outcome {
   State state = State::rejected;
   Reason reason = Reason::ok;
   CancelCause cause = CancelCause::none;  // the cancellation that arrived, if any
+  // True if the handler passed its commit point (JobContext::commit succeeded): its effect may
+  // be durable even if the outcome is not `completed` (it failed after committing).
+  bool committed = false;
   Timings timings;
   std::string result;  // what the handler passed to JobContext::set_result (in any state)
   std::string error;   // what a failed or cancelled handler threw, if anything

@@ -14,15 +14,23 @@
 // that still runs `overrun_after` later is reported as overrunning (see overrun.hpp).
 // No thread and no OS timer per job.
 //
+// Threads: the workers, one timer thread and one callback thread. The timer runs no user code:
+// it records a deadline on the job's token at once, and the callback thread then runs that
+// job's on_cancel callbacks, the outcome callbacks of jobs that expired in the queue, and
+// `on_overrun`, in that order. A slow callback there delays the callbacks after it, never a
+// deadline signal.
+//
 // Every submitted job gets exactly one outcome, also on shutdown: `shutdown(drain_timeout)`
 // stops admission, lets queued and running jobs finish until the drain deadline, then removes
 // what is still queued and cancels what still runs (cause `shutdown`), and waits for those
 // handlers to return.
 //
 // Outcome callbacks (`submit`'s third argument) run exactly once, outside the runtime's locks,
-// on whichever thread ended the job: a worker, the timer, the submitter (rejections), or the
-// thread that cancelled it. They must be quick, must not block on the runtime and must not
-// throw (an exception would escape a worker thread: std::terminate).
+// on whichever thread ended the job: a worker, the callback thread (expired in the queue), the
+// submitter (rejections), or the thread that cancelled it. They must be quick and must not
+// throw (an exception would escape a worker thread: std::terminate). Handlers and callbacks
+// must not shut their own runtime down: `shutdown` then throws std::logic_error (it would wait
+// for the very code that calls it), and destroying the Runtime there ends in std::terminate.
 //
 // Thread safety: `Runtime`: all member functions may be called concurrently, except that the
 // destructor must not race with anything. `JobHandle`: distinct objects: safe; shared objects:
@@ -48,6 +56,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -80,8 +89,9 @@ struct RuntimeOptions {
   // A running job is overrunning once its deadline passed this long ago (see overrun.hpp).
   // Must be positive.
   Duration overrun_after = std::chrono::seconds{1};
-  // Told once about each overrunning job, on the timer thread. Empty: none are reported (and
-  // the timer never wakes for them), but `Runtime::overruns()` still lists them.
+  // Told once about each overrunning job, on the runtime's callback thread (never the timer
+  // thread). Empty: none are reported (and the timer never wakes for them), but
+  // `Runtime::overruns()` still lists them.
   OverrunCallback on_overrun{};
 
   // Empty when consistent, else a message naming the offending field.
@@ -118,8 +128,11 @@ class JobHandle {
   explicit operator bool() const noexcept { return job_ != nullptr; }
 
   JobId id() const noexcept;
-  // Cancels with cause `caller`: a queued job leaves the queue, a running one is signalled.
-  // True if this call cancelled it (false when it had ended or was cancelled before).
+  // Cancels with cause `caller`: a queued job leaves the queue, a running one is signalled
+  // (its on_cancel callbacks run on this thread). True if this call cancelled it; false when
+  // it was cancelled before, or had ended: its handler had returned (the outcome then shows no
+  // cancellation from this call) or it had its outcome. Safe after the runtime is destroyed
+  // (then always false), and while it is being destroyed.
   bool cancel() const;
   // Blocks until the job has its outcome, and returns it.
   Outcome wait() const;
@@ -142,6 +155,21 @@ class JobHandle {
   std::shared_ptr<detail::Job> job_;
 };
 
+namespace detail {
+// Connects an Asio cancellation slot to a job that may not be submitted yet: a cancellation
+// emitted before the job is attached is kept and applied by `attach`.
+// Thread safety: shared objects: safe.
+class PendingCancel {
+ public:
+  void cancel();                         // from the slot's handler
+  void attach(const JobHandle& job);     // once submit returned; at most once
+ private:
+  std::mutex mu_;
+  JobHandle job_;          // guarded by mu_
+  bool requested_ = false; // guarded by mu_
+};
+}  // namespace detail
+
 class Runtime {
  public:
   using Handler = JobHandler;
@@ -151,7 +179,8 @@ class Runtime {
   explicit Runtime(RuntimeOptions options = {});
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
-  // Shuts down with no drain time if `shutdown` was not called. Blocks.
+  // Shuts down with no drain time if `shutdown` was not called. Blocks. Must not run inside a
+  // handler or callback of this runtime (std::terminate, see `shutdown_until`).
   ~Runtime();
 
   // Admits or rejects the job at once. Throws std::invalid_argument for an empty `handler` or
@@ -172,7 +201,10 @@ class Runtime {
 
   // Stops admitting, drains until `drain_deadline`, then cancels what is left (cause
   // `shutdown`) and joins all threads. Blocks until every job has its outcome. Idempotent;
-  // concurrent callers all block until the first has finished.
+  // concurrent callers all block until the first has finished. Throws std::logic_error, and
+  // does nothing, when called from a handler or callback this runtime runs (a handler, an
+  // outcome callback, an on_cancel callback on the callback thread, `on_overrun`): it would
+  // wait for that code to return.
   void shutdown_until(Deadline drain_deadline);
   void shutdown(Duration drain_timeout) { shutdown_until(Deadline::after(drain_timeout)); }
   // The first step of a shutdown alone: from its return on, submissions are rejected with
@@ -199,14 +231,17 @@ auto Runtime::async_submit(JobSpec spec, Handler handler, CompletionToken&& toke
     // Completion handlers may be move-only; an outcome callback must be copyable.
     auto shared = std::make_shared<Completion>(std::move(completion));
     // The slot's handler is in place before the job can complete (the completion clears it,
-    // possibly on another thread of the executor); it learns the job once submit returns.
-    auto handle = std::make_shared<JobHandle>();
+    // possibly on another thread of the executor); a cancellation emitted before submit
+    // returned is kept and applied once the job is known. The handler holds the job only
+    // through its handle, which is safe after the Runtime is gone.
+    std::shared_ptr<detail::PendingCancel> pending;
     if (slot.is_connected()) {
-      slot.assign([handle](asio::cancellation_type) { handle->cancel(); });
+      pending = std::make_shared<detail::PendingCancel>();
+      slot.assign([pending](asio::cancellation_type) { pending->cancel(); });
     }
     // this->: clang 14 does not see an unqualified member call in a generic lambda as a use of
     // the captured `this` (-Wunused-lambda-capture).
-    *handle = this->submit(
+    JobHandle job = this->submit(
         std::move(job_spec), std::move(job_handler), [shared, executor, slot](const Outcome& outcome) {
           // One copy into the posted function (the runtime keeps its own), then moved on.
           asio::post(executor, [shared, slot, result = Outcome{outcome}]() mutable {
@@ -214,6 +249,7 @@ auto Runtime::async_submit(JobSpec spec, Handler handler, CompletionToken&& toke
             std::move (*shared)(std::move(result));
           });
         });
+    if (pending) pending->attach(job);
   };
   return asio::async_initiate<CompletionToken, void(Outcome)>(
       std::move(initiation), token, std::move(spec), std::move(handler));

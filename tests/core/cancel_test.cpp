@@ -459,3 +459,72 @@ TEST_SUITE("CancelToken") {
     CHECK(sandglass::to_string(static_cast<CancelCause>(200)) == "unknown");
   }
 }
+
+TEST_SUITE("CancelState") {
+  using sandglass::CancelAccess;
+
+  TEST_CASE("signal records the cause at once and run_callbacks runs the callbacks later") {
+    CancelSource source;
+    const auto state = CancelAccess::state(source.token());
+    int calls = 0;
+    const CancelRegistration before = source.token().on_cancel([&]() noexcept { ++calls; });
+    CHECK(state->signal(CancelCause::deadline));
+    CHECK(source.token().cancelled());
+    CHECK(source.cause() == CancelCause::deadline);
+    CHECK(calls == 0);
+    CHECK_FALSE(state->signal(CancelCause::caller));   // the first cause wins
+    CHECK_FALSE(source.cancel(CancelCause::caller));   // and a full cancel runs nothing more
+    CHECK(calls == 0);
+    int late_calls = 0;  // registered after the signal: runs at once, here
+    const CancelRegistration after = source.token().on_cancel([&]() noexcept { ++late_calls; });
+    CHECK(late_calls == 1);
+    state->run_callbacks();
+    CHECK(calls == 1);
+    CHECK(late_calls == 1);
+  }
+
+  TEST_CASE("close refuses every later cancellation and reads as never cancelled") {
+    CancelSource source;
+    const auto state = CancelAccess::state(source.token());
+    int calls = 0;
+    const CancelRegistration reg = source.token().on_cancel([&]() noexcept { ++calls; });
+    CHECK(state->close() == CancelCause::none);
+    CHECK_FALSE(source.cancel(CancelCause::caller));
+    CHECK_FALSE(state->signal(CancelCause::deadline));
+    CHECK_FALSE(source.cancelled());
+    CHECK(source.cause() == CancelCause::none);
+    CHECK(calls == 0);
+    const CancelRegistration late = source.token().on_cancel([&]() noexcept { ++calls; });
+    CHECK(calls == 0);  // a closed state never runs callbacks
+    CHECK(state->close() == CancelCause::none);
+  }
+
+  TEST_CASE("close after a cancellation returns its cause and changes nothing") {
+    CancelSource source;
+    const auto state = CancelAccess::state(source.token());
+    CHECK(source.cancel(CancelCause::upstream));
+    CHECK(state->close() == CancelCause::upstream);
+    CHECK(source.cause() == CancelCause::upstream);
+  }
+
+  TEST_CASE("close racing a cancellation: exactly one wins" * doctest::timeout(30)) {
+    for (int round = 0; round < 500; ++round) {
+      CancelSource source;
+      const auto state = CancelAccess::state(source.token());
+      std::atomic<int> calls{0};
+      const CancelRegistration reg =
+          source.token().on_cancel([&]() noexcept { calls.fetch_add(1); });
+      std::barrier start{2};
+      bool cancel_won = false;
+      std::thread canceller{[&] {
+        start.arrive_and_wait();
+        cancel_won = source.cancel(CancelCause::caller);
+      }};
+      start.arrive_and_wait();
+      const CancelCause seen = state->close();
+      canceller.join();
+      REQUIRE(cancel_won == (seen == CancelCause::caller));
+      REQUIRE(calls.load() == (cancel_won ? 1 : 0));
+    }
+  }
+}

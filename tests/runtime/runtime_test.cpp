@@ -227,7 +227,8 @@ TEST_SUITE("Runtime") {
     std::latch committed{1};
     std::atomic<int> after_commit_callbacks{0};
     auto h = rt.submit({.kind = "write"}, [&](JobContext& ctx) {
-      ctx.on_cancel([&]() noexcept { after_commit_callbacks.fetch_add(1); });
+      const auto after_commit =
+          ctx.on_cancel([&]() noexcept { after_commit_callbacks.fetch_add(1); });
       std::latch cancelled{1};
       auto seen = ctx.token().on_cancel([&]() noexcept { cancelled.count_down(); });
       ctx.commit();
@@ -243,6 +244,7 @@ TEST_SUITE("Runtime") {
     CHECK(o.reason == Reason::completed_after_cancel);
     CHECK(o.cause == CancelCause::caller);
     CHECK(o.result == "written");
+    CHECK(o.committed);
     CHECK(after_commit_callbacks.load() == 0);
   }
 

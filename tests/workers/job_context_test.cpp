@@ -2,7 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <latch>
+#include <optional>
 #include <thread>
 
 using namespace std::chrono_literals;
@@ -39,7 +41,7 @@ TEST_SUITE("JobContext") {
     CancelSource source;
     JobContext ctx{1, "k", Deadline::never(), source.token(), policy};
     int before_commit_callback = 0;
-    ctx.on_cancel([&]() noexcept { ++before_commit_callback; });
+    const auto reg = ctx.on_cancel([&]() noexcept { ++before_commit_callback; });
     ctx.commit();
     CHECK(ctx.committed());
     source.cancel(CancelCause::caller);
@@ -63,8 +65,9 @@ TEST_SUITE("JobContext") {
     JobContext ctx{1, "k", Deadline::never(), source.token(), policy};
     source.cancel(CancelCause::upstream);
     int calls = 0;
-    ctx.on_cancel([&]() noexcept { ++calls; });
+    const auto reg = ctx.on_cancel([&]() noexcept { ++calls; });
     CHECK(calls == 1);
+    CHECK_FALSE(reg);  // nothing left to deregister
   }
 
   TEST_CASE("child_budget keeps the reserve back and fails below the minimum useful budget") {
@@ -123,5 +126,105 @@ TEST_SUITE("JobContext") {
     const auto before = sandglass::Clock::now();
     ctx.sleep_for(2ms);
     CHECK(sandglass::Clock::now() - before >= 2ms);
+  }
+
+  TEST_CASE("on_cancel's registration deregisters the callback when it goes out of scope") {
+    const BudgetPolicy policy;
+    CancelSource source;
+    JobContext ctx{1, "k", Deadline::never(), source.token(), policy};
+    int scoped_calls = 0;
+    int kept_calls = 0;
+    {
+      const sandglass::CancelRegistration scoped =
+          ctx.on_cancel([&]() noexcept { ++scoped_calls; });
+      CHECK(scoped);
+    }
+    const sandglass::CancelRegistration kept = ctx.on_cancel([&]() noexcept { ++kept_calls; });
+    std::optional<sandglass::CancelRegistration> reset_early{
+        ctx.on_cancel([&]() noexcept { ++scoped_calls; })};
+    reset_early->reset();
+    source.cancel(CancelCause::caller);
+    CHECK(scoped_calls == 0);
+    CHECK(kept_calls == 1);
+  }
+
+  TEST_CASE("commit racing a cancellation: exactly one wins, and a winning cancellation ran "
+            "every on_cancel callback" * doctest::timeout(60)) {
+    // Either commit() succeeds and no callback runs, or it throws and each callback runs once.
+    const BudgetPolicy policy;
+    int commits_won = 0;
+    int cancellations_won = 0;
+    for (int round = 0; round < 2000; ++round) {
+      CancelSource source;
+      JobContext ctx{1, "k", Deadline::never(), source.token(), policy};
+      std::atomic<int> first{0};
+      std::atomic<int> second{0};
+      const auto a = ctx.on_cancel([&]() noexcept { first.fetch_add(1); });
+      const auto b = ctx.on_cancel([&]() noexcept { second.fetch_add(1); });
+      // Both threads spin until both are there (a blocking barrier would wake one of them
+      // microseconds late), then one gets a varying head start, so that both win in some rounds.
+      std::atomic<int> arrived{0};
+      auto start = [&] {
+        arrived.fetch_add(1);
+        for (unsigned spins = 1; arrived.load() < 2; ++spins) {
+          if (spins % 256 == 0) std::this_thread::yield();  // the other one may not run yet
+        }
+      };
+      const int delay = round % 400;
+      auto spin = [](int n) {
+        std::atomic<int> spun{0};
+        while (spun.fetch_add(1, std::memory_order_relaxed) < n) {
+        }
+      };
+      std::thread canceller{[&] {
+        start();
+        if (delay < 200) spin(delay);
+        source.cancel(CancelCause::caller);
+      }};
+      start();
+      if (delay >= 200) spin(delay - 200);
+      bool threw = false;
+      try {
+        ctx.commit();
+      } catch (const Cancelled& c) {
+        threw = true;
+        REQUIRE(c.cause() == CancelCause::caller);
+      }
+      canceller.join();
+      REQUIRE(ctx.committed() == !threw);
+      REQUIRE(first.load() == (threw ? 1 : 0));
+      REQUIRE(second.load() == (threw ? 1 : 0));
+      ++(threw ? cancellations_won : commits_won);
+    }
+    MESSAGE("commit won " << commits_won << ", cancellation won " << cancellations_won);
+  }
+
+  TEST_CASE("commit after a cancellation was recorded but before its callbacks ran throws, and "
+            "the callbacks then run") {
+    const BudgetPolicy policy;
+    CancelSource source;
+    JobContext ctx{1, "k", Deadline::never(), source.token(), policy};
+    int calls = 0;
+    const auto reg = ctx.on_cancel([&]() noexcept { ++calls; });
+    const auto state = sandglass::CancelAccess::state(source.token());
+    REQUIRE(state->signal(CancelCause::deadline));  // as the runtime's timer does
+    CHECK_THROWS_AS(ctx.commit(), Cancelled);
+    CHECK_FALSE(ctx.committed());
+    CHECK(calls == 0);
+    state->run_callbacks();  // as the runtime's callback thread does
+    CHECK(calls == 1);
+  }
+
+  TEST_CASE("commit twice is one commit point, and a later cancellation runs no callback") {
+    const BudgetPolicy policy;
+    CancelSource source;
+    JobContext ctx{1, "k", Deadline::never(), source.token(), policy};
+    int calls = 0;
+    const auto reg = ctx.on_cancel([&]() noexcept { ++calls; });
+    ctx.commit();
+    source.cancel(CancelCause::caller);
+    CHECK_NOTHROW(ctx.commit());
+    CHECK(ctx.committed());
+    CHECK(calls == 0);
   }
 }

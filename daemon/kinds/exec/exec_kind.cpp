@@ -107,10 +107,11 @@ void run_command(JobContext& ctx, const std::string& name, const CommandConfig& 
     throw std::runtime_error{"command " + name + " could not be started: " + e.what()};
   }
   {
-    // Not ctx.on_cancel: that registration would outlive `child`. A cancellation from here on
-    // reaches run(), also one that came before this line (the callback then runs at once).
-    CancelRegistration stop_on_cancel =
-        ctx.token().on_cancel([&c = *child]() noexcept { c.request_stop(); });
+    // Registered for as long as the child runs, and deregistered before `child` goes. A
+    // cancellation from here on reaches run(), also one that came before this line (the
+    // callback then runs at once).
+    const CancelRegistration stop_on_cancel =
+        ctx.on_cancel([&c = *child]() noexcept { c.request_stop(); });
     report = child->run(input);
   }
   if (report.stopped) throw Cancelled{ctx.cause()};

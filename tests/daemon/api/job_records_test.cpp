@@ -157,3 +157,15 @@ TEST_SUITE("job records") {
     CHECK(r.at("cause").as_string() == "caller");
   }
 }
+
+TEST_SUITE("job records") {
+  TEST_CASE("a terminal record says whether the job passed its commit point") {
+    JobRecords records{{}};
+    Outcome committed = completed(1);
+    committed.committed = true;
+    records.finish(committed);
+    records.finish(completed(2));
+    CHECK(boost::json::parse(*records.find_json(1)).as_object().at("committed").as_bool());
+    CHECK_FALSE(boost::json::parse(*records.find_json(2)).as_object().at("committed").as_bool());
+  }
+}
