@@ -14,6 +14,11 @@
   let needToken = false;
   let detailId = null;     // the job shown in the detail panel
   let lastRecent = [];
+  // Jobs that were live at the last poll and have ended since: shown first among the recent
+  // outcomes (a long job ends long after newer ones were submitted). At most JUST_ENDED_MAX.
+  const JUST_ENDED_MAX = 20;
+  let justEnded = [];
+  let liveIds = new Set();
   let timer = null;
 
   const $ = (id) => document.getElementById(id);
@@ -172,7 +177,10 @@
   // ---- recent outcomes ---------------------------------------------------------------------
   function drawRecent() {
     const q = $('filter-text').value.trim().toLowerCase();
-    const rows = lastRecent.filter((j) => !q ||
+    const state = $('filter-state').value;
+    const listed = new Set(lastRecent.map((j) => j.id));
+    const pinned = justEnded.filter((j) => !listed.has(j.id) && (!state || j.state === state));
+    const rows = [...pinned, ...lastRecent].filter((j) => !q ||
       [j.kind, j.state, j.reason, j.cause, j.error].some((v) => typeof v === 'string' && v.toLowerCase().includes(q)));
     $('recent').replaceChildren(...rows.map((j) => {
       const t = j.timings;
@@ -190,6 +198,18 @@
       tr.addEventListener('click', () => showDetail(j.id));
       return tr;
     }));
+  }
+
+  // Fetches the records of jobs that were live at the last poll and are not now.
+  async function noteEnded(live) {
+    const now = new Set(live.map((j) => j.id));
+    const gone = [...liveIds].filter((id) => !now.has(id)).slice(0, JUST_ENDED_MAX);
+    liveIds = now;
+    const records = await Promise.all(gone.map((id) => api(`/v1/jobs/${id}`).catch(() => null)));
+    const ended = records.filter((j) => j && j.state !== 'queued' && j.state !== 'running');
+    if (ended.length === 0) return;
+    const ids = new Set(ended.map((j) => j.id));
+    justEnded = [...ended, ...justEnded.filter((j) => !ids.has(j.id))].slice(0, JUST_ENDED_MAX);
   }
 
   // ---- detail ------------------------------------------------------------------------------
@@ -276,7 +296,9 @@
       drawTiles(stats);
       drawChart(stats);
       drawKinds(stats);
-      drawLive([...running.jobs, ...queued.jobs]);
+      const live = [...running.jobs, ...queued.jobs];
+      drawLive(live);
+      await noteEnded(live);
       lastRecent = recent.jobs.filter((j) => j.state !== 'queued' && j.state !== 'running');
       drawRecent();
       await refreshDetail();

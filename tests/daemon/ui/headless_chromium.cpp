@@ -229,8 +229,9 @@ HeadlessChromium::~HeadlessChromium() = default;
 
 void HeadlessChromium::navigate(const std::string& url) {
   impl_->call("Page.navigate", {{"url", url}});
-  if (!wait_for("document.readyState === 'complete' && location.href === " + json::serialize(json::value{url}))) {
-    throw std::runtime_error{"the page did not load: " + url};
+  if (!wait_for("document.readyState === 'complete' && location.href === " + json::serialize(json::string{url}))) {
+    throw std::runtime_error{"the page did not load: " + url + " (at " +
+                             json::serialize(evaluate("[location.href, document.readyState]")) + ")"};
   }
 }
 

@@ -41,7 +41,7 @@ std::int64_t env_ms(const char* name, std::int64_t fallback) {
 }
 
 // A JavaScript string literal of `text` (JSON's escaping is JavaScript's).
-std::string js(std::string_view text) { return boost::json::serialize(boost::json::value{text}); }
+std::string js(std::string_view text) { return boost::json::serialize(boost::json::string{text}); }
 
 std::string text_of(HeadlessChromium& b, const std::string& selector) {
   const auto v = b.evaluate("(document.querySelector(" + js(selector) + ") || {}).textContent");
@@ -83,8 +83,10 @@ bool nothing_live_but(std::uint16_t port, std::uint64_t id) {
   const HttpAnswer a = http(port, "GET", "/v1/jobs?state=queued");
   const HttpAnswer b = http(port, "GET", "/v1/jobs?state=running");
   if (a.status != 200 || b.status != 200) return false;
-  const auto& running = json_of(b).at("jobs").as_array();
-  return json_of(a).at("jobs").as_array().empty() && running.size() == 1 &&
+  const object queued = json_of(a);
+  const object live = json_of(b);
+  const auto& running = live.at("jobs").as_array();
+  return queued.at("jobs").as_array().empty() && running.size() == 1 &&
          running[0].at("id").to_number<std::uint64_t>() == id;
 }
 
@@ -110,7 +112,12 @@ TEST_SUITE("status page in a browser") {
       Load load{port, 3};
       std::this_thread::sleep_for(std::chrono::milliseconds{env_ms("SANDGLASS_STATUS_PAGE_LOAD_MS", 2000)});
     }
-    REQUIRE(eventually([&] { return nothing_live_but(port, long_job); }, std::chrono::seconds{30}));
+    if (!eventually([&] { return nothing_live_but(port, long_job); }, std::chrono::seconds{30})) {
+      MESSAGE(http(port, "GET", "/v1/jobs?state=queued").body);
+      MESSAGE(http(port, "GET", "/v1/jobs?state=running").body);
+      MESSAGE(http(port, "GET", "/v1/jobs/" + std::to_string(long_job)).body);
+      FAIL("jobs of the load are still live");
+    }
 
     for (int i = 0; i < 3; ++i) REQUIRE(post_job(port, R"({"kind":"sleep","args":{"ms":1}})").status == 200);
     const HttpAnswer refused = post_job(port, R"({"kind":"sleep","args":{"ms":1},"timeout_ms":5})");
