@@ -2,12 +2,12 @@
 // protocol) against the real sandglassd running real jobs: its tiles match /v1/stats, a running
 // job has its budget bar, its Cancel button cancels it (the list then says cancelled, cause
 // caller), hostile text from clients shows as text, a token is asked for and kept out of URLs
-// and storage, and an unreachable daemon is said so. A screenshot goes to the build folder
-// (status-page.png in the test's working folder, or $SANDGLASS_STATUS_PAGE_SCREENSHOT).
+// and storage, and an unreachable daemon is said so.
 //
 // Before the jobs it checks, the test puts a mixed load on the daemon for
-// $SANDGLASS_STATUS_PAGE_LOAD_MS (default 2000) so that the chart and the tiles have something
-// to show; the README's screenshot is this test's, taken with a longer load.
+// $SANDGLASS_STATUS_PAGE_LOAD_MS (default 2000) with the page open, and takes a screenshot as
+// the load ends: status-page.png in the test's working folder (the build folder's tests/), or
+// $SANDGLASS_STATUS_PAGE_SCREENSHOT. The README's picture is this one, taken with a longer load.
 //
 // Skipped, with a message, only where no Chromium is installed (`make test` installs it).
 #include "config/config_test_support.hpp"
@@ -57,6 +57,11 @@ class Load {
       threads_.emplace_back([port, t](std::stop_token stop) {
         for (int i = t; !stop.stop_requested(); i += 7) {
           std::string body;
+          // Now and then a job that goes on past its deadline (after its commit point a
+          // cancellation no longer stops it): the page shows it red.
+          if (i % 1050 == 0) {
+            post_job(port, R"({"kind":"sleep","args":{"ms":2500,"commit_at_ms":0},"timeout_ms":900})", {}, "?wait=false");
+          }
           switch (i % 10) {
             case 0: body = R"({"kind":"sleep","args":{"ms":1},"timeout_ms":4})"; break;  // too small
             case 1: case 2: case 3:
@@ -108,9 +113,20 @@ TEST_SUITE("status page in a browser") {
     const std::uint64_t long_job = id_of(
         post_job(port, R"({"kind":"sleep","args":{"ms":250000},"timeout_ms":280000})", {}, "?wait=false"));
     REQUIRE(eventually([&] { return state_of(port, long_job) == "running"; }));
+    HeadlessChromium browser;
+    const std::string page = "http://127.0.0.1:" + std::to_string(port) + "/";
     {
+      // The page during the load; the screenshot shows it as the load ends.
       Load load{port, 3};
+      browser.navigate(page);
+      REQUIRE(browser.wait_for("Number(document.body.dataset.polls || 0) >= 1"));
       std::this_thread::sleep_for(std::chrono::milliseconds{env_ms("SANDGLASS_STATUS_PAGE_LOAD_MS", 2000)});
+      const char* shot = std::getenv("SANDGLASS_STATUS_PAGE_SCREENSHOT");
+      const std::string path =
+          shot != nullptr ? shot : (std::filesystem::current_path() / "status-page.png").string();
+      browser.screenshot(path);
+      CHECK(std::filesystem::file_size(path) > 10'000);
+      MESSAGE("screenshot: " << path);
     }
     if (!eventually([&] { return nothing_live_but(port, long_job); }, std::chrono::seconds{30})) {
       MESSAGE(http(port, "GET", "/v1/jobs?state=queued").body);
@@ -130,10 +146,6 @@ TEST_SUITE("status page in a browser") {
     REQUIRE(hostile.status == 500);
     const std::uint64_t hostile_id = id_of(hostile);
     REQUIRE(json_of(hostile).at("error").as_string().find(kHostile) != std::string::npos);
-
-    HeadlessChromium browser;
-    browser.navigate("http://127.0.0.1:" + std::to_string(port) + "/");
-    REQUIRE(browser.wait_for("Number(document.body.dataset.polls || 0) >= 1"));
 
     SUBCASE("the tiles match /v1/stats, the running job has its bar, hostile text is text, Cancel cancels") {
       // Nothing ends now but what the test ends: stats read before and after the page's next two
@@ -181,12 +193,7 @@ TEST_SUITE("status page in a browser") {
       CHECK(text_of(browser, cancelled_row + " td.state") == "cancelled");
       CHECK(text_of(browser, cancelled_row + " td.cause") == "caller");
 
-      const char* shot = std::getenv("SANDGLASS_STATUS_PAGE_SCREENSHOT");
-      const std::string path = shot != nullptr ? shot : (std::filesystem::current_path() / "status-page.png").string();
       browser.evaluate("document.getElementById('detail-close').click()");
-      browser.screenshot(path);
-      CHECK(std::filesystem::file_size(path) > 10'000);
-      MESSAGE("screenshot: " << path);
 
       // Cancel, as an operator would.
       browser.evaluate("document.querySelector(" + js(row + " button.cancel") + ").click()");
