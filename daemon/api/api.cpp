@@ -81,10 +81,6 @@ HttpResponse outcome_response(const Outcome& outcome) {
 Api::ClientGone Api::handle(const HttpRequest& request, Respond respond) {
   const std::string_view path = split_target(request.target).path;
   const std::string_view method = request.method;
-  if (is_status_page_path(path)) {  // static files, no data: open like /healthz
-    respond(status_page_response(path, method));
-    return {};
-  }
   if (!is_open_path(path)) {
     if (const auto verdict = auth_.check(request); verdict != BearerAuth::Verdict::allowed) {
       respond(unauthorized(verdict));
@@ -103,7 +99,9 @@ Api::ClientGone Api::handle(const HttpRequest& request, Respond respond) {
     return submit(request, respond);
   }
   HttpResponse r;
-  if (path == "/v1/stats") {
+  if (is_status_page_path(path)) {
+    r = status_page_response(path, method);
+  } else if (path == "/v1/stats") {
     r = method == "GET" ? stats() : method_not_allowed("GET");
   } else if (path.starts_with(kJobPathPrefix)) {
     const auto id = job_id_of(path);

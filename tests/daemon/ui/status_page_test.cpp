@@ -5,8 +5,9 @@
 // and storage, and an unreachable daemon is said so.
 //
 // Before the jobs it checks, the test puts a mixed load on the daemon for
-// $SANDGLASS_STATUS_PAGE_LOAD_MS (default 2000) with the page open, and takes a screenshot as
-// the load ends: status-page.png in the test's working folder (the build folder's tests/), or
+// $SANDGLASS_STATUS_PAGE_LOAD_MS (default 2000; keep it under 50000, so that none of the
+// load's outcomes leaves the last minute while the tiles are compared) with the page open, and
+// takes a screenshot as the load ends: status-page.png in the test's working folder (the build folder's tests/), or
 // $SANDGLASS_STATUS_PAGE_SCREENSHOT. The README's picture is this one, taken with a longer load.
 //
 // Skipped, with a message, only where no Chromium is installed (`make test` installs it).
