@@ -92,6 +92,7 @@ TEST_SUITE("sandglassd listing and stats") {
     const std::uint64_t refused_id = id_of(refused);
     const std::uint64_t cancelled =
         id_of(post_job(d.port(), R"({"kind":"sleep","args":{"ms":60000}})", {}, "?wait=false"));
+    REQUIRE(eventually([&] { return state_of(d.port(), cancelled) == "running"; }));
     REQUIRE(http(d.port(), "DELETE", "/v1/jobs/" + std::to_string(cancelled)).status == 200);
     REQUIRE(eventually([&] { return state_of(d.port(), cancelled) == "cancelled"; }));
     const std::uint64_t running = id_of(post_job(
