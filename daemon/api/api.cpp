@@ -2,6 +2,8 @@
 
 #include "daemon/http/http_status.hpp"
 #include "daemon/api/job_request.hpp"
+#include "daemon/api/jobs_listing.hpp"
+#include "daemon/ui/status_page.hpp"
 
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
@@ -124,14 +126,22 @@ Api::ClientGone Api::handle(const HttpRequest& request, Respond respond) {
     return {};
   }
   if (path == kJobsPath) {
+    if (method == "GET") {
+      respond(list_jobs(split_target(request.target).query));
+      return {};
+    }
     if (method != "POST") {
-      respond(method_not_allowed("POST"));
+      respond(method_not_allowed("GET, POST"));
       return {};
     }
     return submit(request, request.arrived_at.value_or(now), respond);
   }
   HttpResponse r;
-  if (path.starts_with(kJobPathPrefix)) {
+  if (is_status_page_path(path)) {
+    r = status_page_response(path, method);
+  } else if (path == "/v1/stats") {
+    r = method == "GET" ? stats() : method_not_allowed("GET");
+  } else if (path.starts_with(kJobPathPrefix)) {
     const auto id = job_id_of(path);
     if (!id) {
       r = error_response(kStatusNotFound, "no such job", "id");
@@ -199,6 +209,7 @@ Api::ClientGone Api::submit(const HttpRequest& request, TimePoint arrived_at, Re
       // Only what the daemon decided: never args, results or error texts, which carry content.
       spdlog::debug("job {} ({}) ended {} {}", o.id, o.kind, to_string(o.state), to_string(o.reason));
       metrics_.job_finished(o, priority);
+      live_stats_.job_finished(o);
       records_.finish(o);  // answers the waiting clients
     };
     const Duration intake = Clock::now() - arrived_at;
@@ -267,6 +278,31 @@ HttpResponse Api::metrics() {
     if (const JobKind* kind = kinds_.find(name); kind->metrics) body += kind->metrics();
   }
   return {.content_type = "text/plain; version=0.0.4; charset=utf-8", .body = std::move(body)};
+}
+
+HttpResponse Api::list_jobs(std::string_view query) {
+  auto parsed = parse_listing_query(query);
+  if (auto* e = std::get_if<RequestError>(&parsed)) {
+    return error_response(kStatusBadRequest, e->message, e->field);
+  }
+  return {.body = listing_json(records_, std::get<ListingQuery>(parsed), Clock::now())};
+}
+
+HttpResponse Api::stats() {
+  const TimePoint now = Clock::now();
+  std::vector<JobRecords::View> live;
+  for (const JobId id : records_.live_ids()) {
+    if (auto v = records_.view(id)) live.push_back(std::move(*v));
+  }
+  std::string kind_metrics;
+  for (const std::string& name : kinds_.names()) {
+    if (const JobKind* kind = kinds_.find(name); kind->metrics) kind_metrics += kind->metrics();
+  }
+  const RuntimeStats runtime = runtime_.stats();
+  const LiveStats::Snapshot snapshot = live_stats_.snapshot(now);
+  return {.body = stats_json({.runtime = runtime, .options = runtime_.options(), .live = snapshot,
+                              .live_jobs = live, .kind_metrics = kind_metrics,
+                              .draining = draining_.load(std::memory_order_relaxed)})};
 }
 
 }  // namespace sandglass::daemon

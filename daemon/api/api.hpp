@@ -3,9 +3,11 @@
 //   POST   /v1/jobs        submit; waits for the terminal outcome unless ?wait=false (202)
 //   GET    /v1/jobs/{id}   the job's record          DELETE /v1/jobs/{id}   cancel (cause caller)
 //   GET    /metrics        Prometheus text format    GET /healthz, GET /readyz
+//   GET    /v1/jobs        the listing (jobs_listing.hpp)   GET /v1/stats   the snapshot (stats.hpp)
+//   GET    /, /ui, /ui/app.css, /ui/app.js   the status page (ui/status_page.hpp; no token needed)
 //
-// With a bearer token configured (server.auth_token_file), every path but /metrics, /healthz and
-// /readyz answers 401 unless the request carries it; this is checked before anything else, as
+// With a bearer token configured (server.auth_token_file), every path but /metrics, /healthz,
+// /readyz and the status page's static files answers 401 unless the request carries it; this is checked before anything else, as
 // soon as the header section is read (see `intake`).
 //
 // Time: a job's budget counts from its request's first byte (`HttpRequest::arrived_at`), and
@@ -21,6 +23,7 @@
 #include "daemon/api/bearer_auth.hpp"
 #include "daemon/http/http_message.hpp"
 #include "daemon/api/job_records.hpp"
+#include "daemon/api/stats.hpp"
 #include "daemon/metrics.hpp"
 
 #include <sandglass/daemon/daemon_config.hpp>
@@ -41,7 +44,8 @@ class Api {
   Api(const DaemonConfig& config, const KindRegistry& kinds, Runtime& runtime,
       JobRecords& records, DaemonMetrics& metrics, const std::atomic<bool>& draining)
       : config_{config}, kinds_{kinds}, runtime_{runtime}, records_{records}, metrics_{metrics},
-        draining_{draining}, auth_{config.auth_token} {}
+        draining_{draining}, auth_{config.auth_token},
+        live_stats_{config.runtime.estimate_quantile} {}
 
   // What the server calls when the client goes away before its answer.
   using ClientGone = std::function<void()>;
@@ -68,6 +72,8 @@ class Api {
   HttpResponse job_record(std::uint64_t id);
   HttpResponse cancel_job(std::uint64_t id);
   HttpResponse metrics();
+  HttpResponse list_jobs(std::string_view query);
+  HttpResponse stats();
 
   const DaemonConfig& config_;
   const KindRegistry& kinds_;
@@ -76,6 +82,7 @@ class Api {
   DaemonMetrics& metrics_;
   const std::atomic<bool>& draining_;
   const BearerAuth auth_;
+  LiveStats live_stats_;  // recent outcomes for GET /v1/stats
 };
 
 // A JSON error answer: {"error": message, "field": field} (no "field" when empty).

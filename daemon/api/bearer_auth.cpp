@@ -1,5 +1,7 @@
 #include "daemon/api/bearer_auth.hpp"
 
+#include "daemon/ui/status_page.hpp"
+
 #include <sandglass/daemon/daemon_config.hpp>
 
 #include <fmt/format.h>
@@ -116,7 +118,7 @@ std::string read_auth_token_file(const std::string& path) {
 
 bool is_open_path(std::string_view path) noexcept {
   static constexpr std::array<std::string_view, 3> kOpen{"/healthz", "/readyz", "/metrics"};
-  return std::ranges::find(kOpen, path) != kOpen.end();
+  return std::ranges::find(kOpen, path) != kOpen.end() || is_status_page_path(path);
 }
 
 }  // namespace sandglass::daemon

@@ -59,7 +59,8 @@ std::string auth_token_problem(std::string_view token);
 // its content.
 std::string read_auth_token_file(const std::string& path);
 
-// Paths that stay open when a token is required: health, readiness and metrics.
+// Paths that stay open when a token is required: health, readiness and metrics, and the status
+// page's static files (which hold no data; see daemon/ui/status_page.hpp).
 bool is_open_path(std::string_view path) noexcept;
 
 }  // namespace sandglass::daemon

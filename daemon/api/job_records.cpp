@@ -10,6 +10,10 @@
 namespace sandglass::daemon {
 namespace {
 
+// The listing's index keeps this many ids beyond the terminal records kept: room for the live
+// jobs among the most recent ones.
+constexpr std::size_t kRecentSlack = 1024;
+
 std::int64_t whole_ms(Duration d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
 }
@@ -70,6 +74,8 @@ void JobRecords::add(const JobHandle& handle, const std::string& kind, Arrival a
   std::lock_guard lock{mu_};
   // finish() may have been first (it creates the entry); the arrival is the submitter's to say.
   entries_[handle.id()].arrival = arrival;
+  recent_.push_back(handle.id());
+  if (recent_.size() > retention_.max_count + kRecentSlack) recent_.pop_front();
   if (auto o = handle.outcome()) {
     // Over already (a rejection is published inside submit): record it now, so that the
     // record exists when the id is answered. finish() may have been first; it is idempotent.
@@ -81,6 +87,7 @@ void JobRecords::add(const JobHandle& handle, const std::string& kind, Arrival a
   if (e.outcome) return;
   e.handle = handle;
   e.kind = kind;
+  live_.insert(handle.id());
 }
 
 void JobRecords::finish(const Outcome& outcome) {
@@ -101,6 +108,7 @@ JobRecords::ToCall JobRecords::record_outcome(const Outcome& outcome, TimePoint 
   e.outcome = outcome;
   e.handle = {};  // the job is over; its record no longer needs it
   e.interest = 0;
+  live_.erase(outcome.id);
   ToCall to_call{.waiters = std::move(e.waiters), .arrival = e.arrival};
   finished_.push_back({now, outcome.id, bytes});
   finished_bytes_ += bytes;
@@ -229,6 +237,30 @@ std::optional<Outcome> JobRecords::outcome(JobId id) const {
   const auto it = entries_.find(id);
   if (it == entries_.end()) return std::nullopt;
   return it->second.outcome;
+}
+
+std::vector<JobId> JobRecords::recent_ids() const {
+  std::lock_guard lock{mu_};
+  return {recent_.begin(), recent_.end()};
+}
+
+std::vector<JobId> JobRecords::live_ids() const {
+  std::lock_guard lock{mu_};
+  return {live_.begin(), live_.end()};
+}
+
+std::optional<JobRecords::View> JobRecords::view(JobId id) const {
+  std::lock_guard lock{mu_};
+  const auto it = entries_.find(id);
+  if (it == entries_.end()) return std::nullopt;
+  const Entry& e = it->second;
+  if (e.outcome) return View{.kind = e.kind, .outcome = e.outcome, .arrival = e.arrival};
+  // The outcome may be published but not yet recorded here; the handle has it then.
+  if (auto o = e.handle.outcome()) {
+    return View{.kind = e.kind, .outcome = std::move(o), .arrival = e.arrival};
+  }
+  return View{.kind = e.kind, .progress = e.handle.progress(),
+              .cancel_requested = e.cancel_requested, .waiters = e.interest, .arrival = e.arrival};
 }
 
 std::size_t JobRecords::size() const {

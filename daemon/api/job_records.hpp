@@ -32,6 +32,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace sandglass::daemon {
@@ -97,6 +98,23 @@ class JobRecords {
 
   std::size_t size() const;
 
+  // The listing's index (GET /v1/jobs, see jobs_listing.hpp). `recent_ids` copies, under a short
+  // lock, the ids of the most recently submitted jobs (at most records.max_count + 1024 of
+  // them, in submission order); `live_ids` those of the jobs without an outcome. Neither walks
+  // the records. `view` copies one record for rendering outside the lock; nullopt when it is
+  // unknown or forgotten.
+  struct View {
+    std::string kind;
+    std::optional<Outcome> outcome;  // empty: live, described by `progress`
+    JobProgress progress;
+    CancelCause cancel_requested = CancelCause::none;
+    std::size_t waiters = 0;
+    Arrival arrival;
+  };
+  std::vector<JobId> recent_ids() const;
+  std::vector<JobId> live_ids() const;
+  std::optional<View> view(JobId id) const;
+
  private:
   struct Entry {
     JobHandle handle;
@@ -133,6 +151,8 @@ class JobRecords {
   std::size_t finished_bytes_ = 0;            // guarded by mu_
   std::unordered_map<std::string, KeyBinding> keys_;  // guarded by mu_
   std::mutex keyed_submit_mu_;  // taken before mu_, never while holding it
+  std::deque<JobId> recent_;    // guarded by mu_; submission order, bounded (see recent_ids)
+  std::unordered_set<JobId> live_;  // guarded by mu_; ids without an outcome
 };
 
 }  // namespace sandglass::daemon

@@ -479,7 +479,7 @@ TEST_SUITE("sandglassd limits") {
       const auto a = c.read_answer(kPatience);
       REQUIRE(a.has_value());
       CHECK(a->status == 405);
-      CHECK(a->header("allow") == "POST");
+      CHECK(a->header("allow") == "GET, POST");
       // A well-formed request with an unknown method does not cost the connection.
       c.send(request_bytes("GET", "/healthz"));
       const auto next = c.read_answer(kPatience);

@@ -232,9 +232,9 @@ TEST_SUITE("sandglassd status codes") {
     CHECK(json_of(kind).at("field").as_string() == "kind");
     CHECK(http(d.port(), "GET", "/v2/nothing").status == 404);
     CHECK(http(d.port(), "GET", "/v1/jobs/abc").status == 404);
-    const HttpAnswer method = http(d.port(), "GET", "/v1/jobs");
+    const HttpAnswer method = http(d.port(), "PUT", "/v1/jobs", "{}");
     CHECK(method.status == 405);
-    CHECK(method.header("allow") == "POST");
+    CHECK(method.header("allow") == "GET, POST");
     CHECK(http(d.port(), "POST", "/metrics", "{}").status == 405);
     CHECK(http(d.port(), "PUT", "/v1/jobs/1", "{}").status == 405);
   }

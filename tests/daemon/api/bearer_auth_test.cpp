@@ -102,6 +102,11 @@ TEST_SUITE("BearerAuth") {
     CHECK(is_open_path("/healthz"));
     CHECK(is_open_path("/readyz"));
     CHECK(is_open_path("/metrics"));
+    CHECK(is_open_path("/"));  // the status page's static files hold no data
+    CHECK(is_open_path("/ui"));
+    CHECK(is_open_path("/ui/app.js"));
+    CHECK_FALSE(is_open_path("/ui/other"));
+    CHECK_FALSE(is_open_path("/v1/stats"));
     CHECK_FALSE(is_open_path("/v1/jobs"));
     CHECK_FALSE(is_open_path("/v1/jobs/1"));
     CHECK_FALSE(is_open_path("/metrics/"));

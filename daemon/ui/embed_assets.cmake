@@ -1,0 +1,27 @@
+# Turns the status page's files (index.html, app.css, app.js in UI_DIR) into OUTPUT, a C++ source
+# that defines sandglass::daemon::ui_assets() with each file as a raw string literal, so the page
+# ships inside sandglassd. Run at build time by daemon/CMakeLists.txt whenever a file changes.
+#   cmake -DUI_DIR=daemon/ui -DOUTPUT=build/daemon/ui_assets.cpp -P embed_assets.cmake
+set(delimiter "sgui")
+set(names index.html app.css app.js)
+set(body "// Generated from daemon/ui/ by daemon/ui/embed_assets.cmake; do not edit.\n")
+string(APPEND body "#include \"daemon/ui/ui_assets.hpp\"\n\n#include <array>\n\n")
+string(APPEND body "namespace sandglass::daemon {\n\nstd::span<const UiAsset> ui_assets() noexcept {\n")
+string(APPEND body "  static constexpr std::array<UiAsset, 3> kAssets{{\n")
+foreach(name IN LISTS names)
+  file(READ "${UI_DIR}/${name}" content)
+  string(FIND "${content}" ")${delimiter}\"" clash)
+  if(NOT clash EQUAL -1)
+    message(FATAL_ERROR "${UI_DIR}/${name} contains )${delimiter}\" and cannot be a raw string")
+  endif()
+  string(APPEND body "      {\"${name}\", R\"${delimiter}(${content})${delimiter}\"},\n")
+endforeach()
+string(APPEND body "  }};\n  return kAssets;\n}\n\n}  // namespace sandglass::daemon\n")
+# Rewrite only on a change, so that an unchanged page does not recompile.
+if(EXISTS "${OUTPUT}")
+  file(READ "${OUTPUT}" old)
+  if(old STREQUAL body)
+    return()
+  endif()
+endif()
+file(WRITE "${OUTPUT}" "${body}")
