@@ -43,7 +43,8 @@ TEST_SUITE("Runtime handler faults") {
   TEST_CASE("a handler that throws after its commit point fails even past its deadline" *
             doctest::timeout(30)) {
     Runtime rt{{.workers = 1, .capacity = 8}};
-    const Outcome o = rt.submit({.kind = "commit", .budget = 5ms}, [](JobContext& ctx) {
+    // 100 ms: long enough that a loaded machine starts the job before its deadline.
+    const Outcome o = rt.submit({.kind = "commit", .budget = 100ms}, [](JobContext& ctx) {
                           ctx.commit();
                           while (!ctx.deadline().expired()) {
                           }

@@ -37,10 +37,13 @@ struct Reports {
       changed.notify_all();
     };
   }
-  // Blocks until at least `n` reports arrived; returns all of them.
+  // Blocks until at least `n` reports arrived (failing the test after 30 s, so a job that
+  // never ran cannot hang the suite); returns all of them.
   std::vector<Overrun> wait_for(std::size_t n) {
     std::unique_lock lock{mu};
-    changed.wait(lock, [&] { return seen.size() >= n; });
+    const bool arrived = changed.wait_for(lock, std::chrono::seconds{30},
+                                          [&] { return seen.size() >= n; });
+    REQUIRE_MESSAGE(arrived, "fewer than ", n, " overrun reports in 30 s");
     return seen;
   }
   std::vector<Overrun> all() {
@@ -75,7 +78,7 @@ TEST_SUITE("Runtime overruns") {
     Runtime rt{{.workers = 2, .capacity = 64, .overrun_after = 50ms,
                 .on_overrun = reports.callback()}};
     Stuck stuck;
-    const JobHandle h = rt.submit({.kind = "stuck", .budget = 20ms}, stuck.handler());
+    const JobHandle h = rt.submit({.kind = "stuck", .budget = 300ms}, stuck.handler());
     stuck.started.wait();
     const std::vector<Overrun> seen = reports.wait_for(1);
     REQUIRE(seen.size() == 1);
@@ -128,14 +131,14 @@ TEST_SUITE("Runtime overruns") {
     Reports reports;
     Runtime rt{{.workers = 2, .capacity = 64, .overrun_after = 30ms,
                 .on_overrun = reports.callback()}};
-    const Outcome polite = rt.submit({.kind = "polite", .budget = 10ms}, [](JobContext& ctx) {
+    const Outcome polite = rt.submit({.kind = "polite", .budget = 100ms}, [](JobContext& ctx) {
                                for (;;) ctx.checkpoint();
                              }).wait();
     CHECK(polite.cause == CancelCause::deadline);
     // A stuck job with a later deadline: the timer reports in deadline order, so once this one
     // is reported, the polite job would have been reported before it if it ever were.
     Stuck stuck;
-    const JobHandle h = rt.submit({.kind = "stuck", .budget = 10ms}, stuck.handler());
+    const JobHandle h = rt.submit({.kind = "stuck", .budget = 300ms}, stuck.handler());
     const std::vector<Overrun> seen = reports.wait_for(1);
     REQUIRE(seen.size() == 1);
     CHECK(seen[0].id == h.id());
@@ -150,8 +153,8 @@ TEST_SUITE("Runtime overruns") {
                 .on_overrun = reports.callback()}};
     Stuck first;
     Stuck second;
-    const JobHandle a = rt.submit({.kind = "stuck", .budget = 10ms}, first.handler());
-    const JobHandle b = rt.submit({.kind = "stuck", .budget = 30ms}, second.handler());
+    const JobHandle a = rt.submit({.kind = "stuck", .budget = 300ms}, first.handler());
+    const JobHandle b = rt.submit({.kind = "stuck", .budget = 400ms}, second.handler());
     const std::vector<Overrun> seen = reports.wait_for(2);
     REQUIRE(seen.size() == 2);
     CHECK(seen[0].id == a.id());  // the earlier deadline first
@@ -173,7 +176,7 @@ TEST_SUITE("Runtime overruns") {
   TEST_CASE("without a callback a stuck job is still listed by overruns" * doctest::timeout(20)) {
     Runtime rt{{.workers = 1, .capacity = 8, .overrun_after = 10ms}};
     Stuck stuck;
-    const JobHandle h = rt.submit({.kind = "stuck", .budget = 10ms}, stuck.handler());
+    const JobHandle h = rt.submit({.kind = "stuck", .budget = 300ms}, stuck.handler());
     stuck.started.wait();
     // Polls the runtime's state: nothing is reported, the list is the only way to learn it.
     std::vector<Overrun> now;
@@ -182,7 +185,7 @@ TEST_SUITE("Runtime overruns") {
     CHECK(now[0].id == h.id());
     CHECK(now[0].worker == 0);
     CHECK(now[0].kind == "stuck");
-    CHECK(now[0].past_deadline >= 10ms);
+    CHECK(now[0].past_deadline >= 10ms);  // overrun_after
     stuck.release.count_down();
     h.wait();
     CHECK(rt.overruns().empty());
@@ -194,7 +197,7 @@ TEST_SUITE("Runtime overruns") {
     Runtime rt{{.workers = 1, .capacity = 8, .overrun_after = 10ms,
                 .on_overrun = reports.callback()}};
     std::latch release{1};
-    const JobHandle h = rt.submit({.kind = "stuck", .budget = 10ms}, [&](JobContext&) {
+    const JobHandle h = rt.submit({.kind = "stuck", .budget = 300ms}, [&](JobContext&) {
       release.wait();
       throw std::runtime_error{"gave up late"};
     });
