@@ -105,6 +105,10 @@ KindState& RuntimeCore::kind_state(const std::string& kind) {
 
 JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback on_outcome) {
   if (!handler) throw std::invalid_argument{"submit: handler is empty"};
+  if (spec.kind.empty()) {
+    throw std::invalid_argument{
+        "submit: kind is empty (name what the job does; estimates and limits go by it)"};
+  }
   if (static_cast<std::size_t>(spec.priority) >= kPriorityCount) {
     throw std::invalid_argument{"submit: priority is not one of critical, high, normal, sheddable"};
   }

@@ -1,5 +1,7 @@
 #include "daemon/api/job_request.hpp"
 
+#include "daemon/http/query_string.hpp"
+
 #include <sandglass/wire_budget.hpp>
 
 #include <boost/json/basic_parser_impl.hpp>
@@ -188,22 +190,12 @@ std::optional<RequestError> read_wire_budgets(const HttpRequest& request, JobReq
 // may hold any byte above 0x7F, and the field goes back in a JSON answer, which must be UTF-8:
 // a name that is not printable ASCII is named "query" instead.
 RequestError unknown_query_parameter(std::string_view key) {
-  const auto printable = [](char c) { return c > 0x20 && c < 0x7F; };
-  if (!key.empty() && std::ranges::all_of(key, printable)) {
-    return RequestError{std::string{key}, "is not a known query parameter"};
-  }
+  if (printable_name(key)) return RequestError{std::string{key}, "is not a known query parameter"};
   return RequestError{"query", "has a parameter whose name is empty or not printable ASCII"};
 }
 
 std::optional<RequestError> read_query(std::string_view query, JobRequest& out) {
-  while (!query.empty()) {
-    const auto amp = query.find('&');
-    const std::string_view pair = query.substr(0, amp);
-    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
-    if (pair.empty()) continue;
-    const auto eq = pair.find('=');
-    const std::string_view key = pair.substr(0, eq);
-    const std::string_view value = eq == std::string_view::npos ? "" : pair.substr(eq + 1);
+  for (const auto& [key, value] : split_query(query)) {
     if (key != "wait") return unknown_query_parameter(key);
     if (value == "true" || value == "1") {
       out.wait = true;
@@ -256,10 +248,16 @@ std::variant<JobRequest, RequestError> parse_job_request(const HttpRequest& requ
     if (auto e = read_body_field(key, value, out)) return *e;
   }
   if (out.kind.empty()) return RequestError{"kind", "is required"};
-  // The header form, which a forwarding sandglassd sends; the body's key wins.
-  if (const auto key = request.header(kIdempotencyKeyHeader); key && out.idempotency_key.empty()) {
+  // The header form, which a forwarding sandglassd sends. Both forms may be sent, with one key:
+  // two different keys would make one of them silently lose, so that is an error naming both.
+  if (const auto key = request.header(kIdempotencyKeyHeader)) {
     if (key->empty() || key->size() > kMaxIdempotencyKeyBytes) {
       return RequestError{std::string{kIdempotencyKeyHeader}, "must be 1 to 256 bytes"};
+    }
+    if (!out.idempotency_key.empty() && out.idempotency_key != *key) {
+      return RequestError{"idempotency_key",
+                          "differs from the idempotency-key header; send one key, or the same "
+                          "key in both"};
     }
     out.idempotency_key = *key;
   }

@@ -1,5 +1,7 @@
 #include "daemon/api/jobs_listing.hpp"
 
+#include "daemon/http/query_string.hpp"
+
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -12,13 +14,6 @@ namespace {
 
 constexpr std::array<std::string_view, 7> kStates{"queued",  "running", "completed", "failed",
                                                  "rejected", "expired", "cancelled"};
-
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 std::optional<std::uint64_t> whole_number(std::string_view text) {
   std::uint64_t n = 0;
@@ -49,41 +44,13 @@ bool matches(const ListingQuery& q, const JobRecords::View& v) {
 
 }  // namespace
 
-std::optional<std::string> percent_decode(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '+') {
-      out += ' ';
-    } else if (text[i] == '%') {
-      if (i + 2 >= text.size()) return std::nullopt;
-      const int hi = hex_digit(text[i + 1]);
-      const int lo = hex_digit(text[i + 2]);
-      if (hi < 0 || lo < 0) return std::nullopt;
-      out += static_cast<char>(hi * 16 + lo);
-      i += 2;
-    } else {
-      out += text[i];
-    }
-  }
-  return out;
-}
-
 std::variant<ListingQuery, RequestError> parse_listing_query(std::string_view query) {
   ListingQuery q;
   std::vector<std::string> seen;
-  while (!query.empty()) {
-    const auto amp = query.find('&');
-    const std::string_view pair = query.substr(0, amp);
-    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
-    if (pair.empty()) continue;
-    const auto eq = pair.find('=');
-    const std::string_view key = pair.substr(0, eq);
-    const std::string_view raw = eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1);
-    const bool printable = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
-      return c > ' ' && c < 127;
-    });
-    if (!printable) return bad("query", "has a parameter whose name is empty or not printable ASCII");
+  for (const auto& [key, raw] : split_query(query)) {
+    if (!printable_name(key)) {
+      return bad("query", "has a parameter whose name is empty or not printable ASCII");
+    }
     if (key != "state" && key != "kind" && key != "reason" && key != "cause" && key != "limit" &&
         key != "cursor") {
       return bad(key, "is not a known query parameter (state, kind, reason, cause, limit, cursor)");

@@ -48,7 +48,4 @@ std::variant<ListingQuery, RequestError> parse_listing_query(std::string_view qu
 // The listing's JSON body.
 std::string listing_json(const JobRecords& records, const ListingQuery& query, TimePoint now);
 
-// "%3Cimg%20x%3E" -> "<img x>", '+' -> ' '; nullopt for a malformed escape.
-std::optional<std::string> percent_decode(std::string_view text);
-
 }  // namespace sandglass::daemon

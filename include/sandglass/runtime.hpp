@@ -183,8 +183,8 @@ class Runtime {
   // handler or callback of this runtime (std::terminate, see `shutdown_until`).
   ~Runtime();
 
-  // Admits or rejects the job at once. Throws std::invalid_argument for an empty `handler` or
-  // a `priority` outside the enum.
+  // Admits or rejects the job at once. Throws std::invalid_argument for an empty `handler`, an
+  // empty `kind` or a `priority` outside the enum.
   JobHandle submit(JobSpec spec, Handler handler);
   // As above; `on_outcome` runs exactly once with the job's outcome (see the file comment).
   JobHandle submit(JobSpec spec, Handler handler, OutcomeCallback on_outcome);

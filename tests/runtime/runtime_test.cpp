@@ -417,9 +417,13 @@ TEST_SUITE("Runtime") {
     }
   }
 
-  TEST_CASE("an empty handler or an unknown priority is refused with an exception") {
+  TEST_CASE("an empty handler, an empty kind or an unknown priority is refused with an exception") {
     Runtime rt{{.workers = 1, .capacity = 1}};
     CHECK_THROWS_AS(rt.submit({.kind = "k"}, sandglass::JobHandler{}), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(rt.submit({.budget = 1s}, [](JobContext&) {}),
+                         "submit: kind is empty (name what the job does; estimates and limits go "
+                         "by it)",
+                         std::invalid_argument);
     CHECK_THROWS_WITH_AS(
         rt.submit({.kind = "k", .priority = static_cast<Priority>(7)}, [](JobContext&) {}),
         "submit: priority is not one of critical, high, normal, sheddable", std::invalid_argument);

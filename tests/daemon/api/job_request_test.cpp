@@ -126,4 +126,30 @@ TEST_SUITE("job request") {
     CHECK(t.query == "wait=false");
     CHECK(sandglass::daemon::split_target("http://127.0.0.1:8080").path == "/");
   }
+
+  TEST_CASE("an idempotency key in the header and a different one in the body is a 400 naming both") {
+    const auto r = parse_job_request(post(R"({"kind":"sleep","idempotency_key":"k3"})", "/v1/jobs",
+                                          {{"idempotency-key", "k2"}}),
+                                     32);
+    REQUIRE(std::holds_alternative<RequestError>(r));
+    const RequestError& e = std::get<RequestError>(r);
+    CHECK(e.field == "idempotency_key");
+    CHECK(e.message ==
+          "differs from the idempotency-key header; send one key, or the same key in both");
+  }
+
+  TEST_CASE("the same idempotency key in the header and the body is that key") {
+    const auto r = parse_job_request(post(R"({"kind":"sleep","idempotency_key":"k2"})", "/v1/jobs",
+                                          {{"idempotency-key", "k2"}}),
+                                     32);
+    REQUIRE(std::holds_alternative<JobRequest>(r));
+    CHECK(std::get<JobRequest>(r).idempotency_key == "k2");
+  }
+
+  TEST_CASE("the header's idempotency key alone is the job's key") {
+    const auto r =
+        parse_job_request(post(R"({"kind":"sleep"})", "/v1/jobs", {{"idempotency-key", "k9"}}), 32);
+    REQUIRE(std::holds_alternative<JobRequest>(r));
+    CHECK(std::get<JobRequest>(r).idempotency_key == "k9");
+  }
 }
