@@ -191,7 +191,11 @@ std::string Distribution::describe() const {
       for (std::size_t i = 0; i < parts_.size(); ++i) {
         char weight[32];
         const auto [end, ec] = std::to_chars(weight, weight + sizeof weight, weights_[i]);
-        out += (i == 0 ? "" : ",") + parts_[i].describe() + "@" + std::string{weight, end};
+        // Appended piece by piece: `"literal" + std::string` trips GCC 12's false -Wrestrict at -O3.
+        if (i > 0) out += ',';
+        out += parts_[i].describe();
+        out += '@';
+        out.append(weight, end);
       }
       return out;
     }

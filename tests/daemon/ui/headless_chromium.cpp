@@ -204,7 +204,11 @@ class HeadlessChromium::Impl {
     if (method == "Runtime.consoleAPICalled") {
       std::string line = json::value_to<std::string>(params->at("type")) + ":";
       for (const json::value& a : params->at("args").as_array()) {
-        if (const auto* v = a.as_object().if_contains("value")) line += " " + json::serialize(*v);
+        // Appended piece by piece: `" " + std::string` trips GCC 12's false -Wrestrict at -O3.
+        if (const auto* v = a.as_object().if_contains("value")) {
+          line += ' ';
+          line += json::serialize(*v);
+        }
       }
       console_.push_back(line);
     } else if (method == "Runtime.exceptionThrown") {
