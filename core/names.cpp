@@ -26,6 +26,7 @@ constexpr std::array<std::string_view, kReasonCount> kReasonNames = {
     "deadline_exceeded_before_dispatch",
     "retry_skipped_budget",
     "breaker_open",
+    "node_lost",
 };
 
 // The state of each reason: the table in outcome.hpp.
@@ -45,6 +46,7 @@ constexpr std::array<State, kReasonCount> kStateOfReason = {
     State::failed,     // deadline_exceeded_before_dispatch
     State::failed,     // retry_skipped_budget
     State::failed,     // breaker_open
+    State::failed,     // node_lost
 };
 
 constexpr std::array<std::string_view, 5> kCauseNames = {"none", "caller", "deadline", "upstream",

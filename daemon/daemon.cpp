@@ -3,6 +3,7 @@
 #include "daemon/api/api.hpp"
 #include "daemon/http/http_server.hpp"
 #include "daemon/api/job_records.hpp"
+#include "daemon/cluster/cluster_node.hpp"
 #include "daemon/metrics.hpp"
 
 #include <spdlog/spdlog.h>
@@ -45,7 +46,12 @@ class Daemon::Impl {
         records_{config_.records},
         runtime_{reporting_overruns(config_.runtime, metrics_)},
         api_{config_, kinds_, runtime_, records_, metrics_, draining_},
-        server_{config_.limits, config_.io_threads, api_, metrics_} {}
+        server_{config_.limits, config_.io_threads, api_, metrics_} {
+    if (config_.cluster) {  // connects and migrates: an unreachable database fails the start
+      cluster_ = std::make_unique<cluster::ClusterNode>(config_, kinds_, runtime_);
+      api_.set_cluster(cluster_.get());
+    }
+  }
 
   ~Impl() {
     if (started_) {
@@ -55,11 +61,14 @@ class Daemon::Impl {
     }
     // Outcome callbacks post answers to the server's io_context: no job may end after it is
     // gone. (A daemon never started has no jobs.)
+    if (cluster_) cluster_->stop_claiming();
     runtime_.shutdown(Duration::zero());
+    if (cluster_) cluster_->stop(Duration::zero());
   }
 
   void start() {
     server_.start(config_.listen_host, config_.listen_port);
+    if (cluster_) cluster_->start(listen_address());
     started_ = true;
   }
 
@@ -67,6 +76,7 @@ class Daemon::Impl {
     std::lock_guard lock{mu_};
     if (stop_requested_) return;
     stop_requested_ = true;
+    if (cluster_) cluster_->stop_claiming();  // claimed jobs are never refused shutting_down
     runtime_.stop_admitting();  // before /readyz turns 503: whoever sees that is refused
     draining_.store(true, std::memory_order_relaxed);
     drainer_ = std::thread{[this] { drain(); }};
@@ -94,6 +104,7 @@ class Daemon::Impl {
   Runtime runtime_;
   Api api_;
   HttpServer server_;
+  std::unique_ptr<cluster::ClusterNode> cluster_;  // with [cluster]
 
  private:
   // Stop admitting, let the work finish until the drain deadline (then the runtime cancels the
@@ -103,6 +114,7 @@ class Daemon::Impl {
     const Deadline drain_deadline = Deadline::after(timeout);
     runtime_.shutdown_until(drain_deadline);
     const bool in_time = !drain_deadline.expired();
+    if (cluster_) cluster_->stop();  // writes the outcomes, leaves the cluster
     server_.stop_accepting();
     server_.wait_answered_until(Deadline::after(config_.limits.write_timeout).time_point());
     server_.stop();

@@ -2,6 +2,7 @@
 // Exit codes: 0 after a drain, 1 when it cannot start, 2 for an invalid config or command line.
 #include <sandglass/daemon/daemon.hpp>
 
+#include "daemon/cluster/cluster_node.hpp"
 #include "daemon/config/command_line.hpp"
 #include "daemon/logging.hpp"
 
@@ -65,6 +66,15 @@ int main(int argc, char** argv) {
   } catch (const ConfigError& e) {
     std::fprintf(stderr, "sandglassd: %s\n", e.what());
     return 2;
+  }
+  if (cl.action == CommandLine::Action::migrate) {
+    try {
+      std::fputs(cluster::migrate_only(*cl.config.cluster).c_str(), stdout);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "sandglassd: %s\n", e.what());
+      return 1;
+    }
+    return 0;
   }
   if (cl.action != CommandLine::Action::run) {
     std::fputs(cl.text.c_str(), stdout);

@@ -1,5 +1,7 @@
 #include "daemon/api/api.hpp"
 
+#include "daemon/cluster/cluster_node.hpp"
+
 #include "daemon/http/http_status.hpp"
 #include "daemon/api/job_request.hpp"
 #include "daemon/api/jobs_listing.hpp"
@@ -143,6 +145,11 @@ Api::ClientGone Api::handle(const HttpRequest& request, Respond respond) {
     r = method == "GET" ? stats() : method_not_allowed("GET");
   } else if (path.starts_with(kJobPathPrefix)) {
     const auto id = job_id_of(path);
+    if (id && cluster_ != nullptr && (method == "GET" || method == "DELETE")) {
+      method == "GET" ? cluster_->job_record(*id, std::move(respond))
+                      : cluster_->cancel(*id, std::move(respond));
+      return {};
+    }
     if (!id) {
       r = error_response(kStatusNotFound, "no such job", "id");
     } else if (method == "GET") {
@@ -161,6 +168,8 @@ Api::ClientGone Api::handle(const HttpRequest& request, Respond respond) {
       r = {.body = R"({"status":"ok"})"};
     } else if (draining_.load(std::memory_order_relaxed)) {
       r = {.status = kStatusServiceUnavailable, .body = R"({"status":"draining"})"};
+    } else if (cluster_ != nullptr && !cluster_->ready()) {
+      r = {.status = kStatusServiceUnavailable, .body = R"({"status":"database unreachable"})"};
     } else {
       r = {.body = R"({"status":"ready"})"};
     }
@@ -186,7 +195,7 @@ Api::ClientGone Api::submit(const HttpRequest& request, TimePoint arrived_at, Re
   }
   JobHandler handler;
   try {
-    handler = kind->prepare(req.args);
+    handler = kind->prepare(req.args);  // in cluster mode only to check the args here
   } catch (const ArgsError& e) {
     respond(error_response(kStatusBadRequest, e.what(), e.field()));
     return {};
@@ -194,6 +203,7 @@ Api::ClientGone Api::submit(const HttpRequest& request, TimePoint arrived_at, Re
     respond(error_response(kStatusBadRequest, e.what(), "args"));
     return {};
   }
+  if (cluster_ != nullptr) return cluster_->submit(std::move(req), arrived_at, std::move(respond));
 
   auto submit_job = [&]() -> JobId {
     // The budget counts from the request's first byte, and the handler's deadline keeps the
@@ -277,6 +287,7 @@ HttpResponse Api::metrics() {
   for (const std::string& name : kinds_.names()) {
     if (const JobKind* kind = kinds_.find(name); kind->metrics) body += kind->metrics();
   }
+  if (cluster_ != nullptr) body += cluster_->metrics_text();
   return {.content_type = "text/plain; version=0.0.4; charset=utf-8", .body = std::move(body)};
 }
 

@@ -36,6 +36,10 @@
 
 namespace sandglass::daemon {
 
+namespace cluster {
+class ClusterNode;
+}
+
 class Api {
  public:
   using Respond = std::function<void(HttpResponse)>;
@@ -67,6 +71,10 @@ class Api {
   // client waits for it); else an empty function.
   ClientGone handle(const HttpRequest& request, Respond respond);
 
+  // Cluster mode ([cluster]): job submissions, records and cancels go to the shared queue
+  // through `node` (which must outlive the Api); the listing and /v1/stats stay this node's.
+  void set_cluster(cluster::ClusterNode* node) noexcept { cluster_ = node; }
+
  private:
   ClientGone submit(const HttpRequest& request, TimePoint arrived_at, Respond& respond);
   HttpResponse job_record(std::uint64_t id);
@@ -83,6 +91,7 @@ class Api {
   const std::atomic<bool>& draining_;
   const BearerAuth auth_;
   LiveStats live_stats_;  // recent outcomes for GET /v1/stats
+  cluster::ClusterNode* cluster_ = nullptr;
 };
 
 // A JSON error answer: {"error": message, "field": field} (no "field" when empty).

@@ -86,6 +86,9 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
   app.add_flag("--version", version, "print the version and exit");
   app.add_flag("--check-config", check_config,
                "check the config file and flags, print the result and exit");
+  bool migrate = false;
+  app.add_flag("--migrate", migrate,
+               "apply the [cluster] database's schema migrations and exit");
 
   try {
     app.parse(argc, argv);
@@ -136,6 +139,13 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
     throw;
   }
 
+  if (migrate) {
+    if (!result.config.cluster) {
+      throw ConfigError{"--migrate", "needs a [cluster] table with a conninfo in the config file"};
+    }
+    result.action = CommandLine::Action::migrate;
+    return result;
+  }
   if (check_config) {
     result.action = CommandLine::Action::check_config;
     result.text = result.config_path.empty()

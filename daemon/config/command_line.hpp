@@ -21,7 +21,7 @@ namespace sandglass::daemon {
 inline constexpr std::string_view kDaemonVersion = "0.1.0";
 
 struct CommandLine {
-  enum class Action { run, help, version, check_config };
+  enum class Action { run, help, version, check_config, migrate };
   Action action = Action::run;
   std::string text;         // what to print (ends with a newline) for help, version, check_config
   DaemonConfig config;      // the file (if --config) with the flags applied over it, validated

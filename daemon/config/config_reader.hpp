@@ -9,6 +9,7 @@
 //   kinds_config.cpp      [kinds.NAME], [commands.NAME]
 //   upstreams_config.cpp  [upstreams.NAME]
 //   sql_config.cpp        [databases.NAME], [queries.NAME] (sql_config_reader.hpp)
+//   cluster_config.cpp    [cluster]
 //   daemon_config.cpp     the file's root, [log], validate(), apply_setting
 //
 // Thread safety: functions of values.
@@ -202,6 +203,7 @@ void set_auth_token_file(DaemonConfig& c, const Entry& e);
 void read_kinds(DaemonConfig& config, const Entry& kinds);          // kinds_config.cpp
 void read_commands(DaemonConfig& config, const Entry& commands);    // kinds_config.cpp
 void read_upstreams(DaemonConfig& config, const Entry& upstreams);  // upstreams_config.cpp
+void read_cluster(DaemonConfig& config, const Entry& cluster);      // cluster_config.cpp
 
 // The parts of DaemonConfig::validate(), in the order it calls them. Each throws ConfigError
 // naming the key.
@@ -209,5 +211,6 @@ void validate_server(const DaemonConfig& config);    // server.listen and the se
 void validate_runtime(const DaemonConfig& config);   // runtime, budget and records
 void validate_commands(const DaemonConfig& config);  // each [commands.NAME]
 void validate_auth(const DaemonConfig& config);      // the token read from auth_token_file
+void validate_cluster(const DaemonConfig& config);   // [cluster]
 
 }  // namespace sandglass::daemon::config

@@ -65,12 +65,14 @@ void read_root(DaemonConfig& config, const toml::table& root) {
       read_databases(config, node);
     } else if (name.str() == "queries") {
       read_queries(config, node);
+    } else if (name.str() == "cluster") {
+      read_cluster(config, entry);
     } else if (const Section* section = find_section(name.str())) {
       read_fields<DaemonConfig>(config, entry, section->fields);
     } else {
       std::vector<std::string_view> known;
       for (const Section& s : sections()) known.push_back(s.name);
-      known.insert(known.end(), {"kinds", "commands", "upstreams", "databases", "queries"});
+      known.insert(known.end(), {"kinds", "commands", "upstreams", "databases", "queries", "cluster"});
       throw ConfigError{entry.key(), "unknown key; known tables: " + join(known)};
     }
   }
@@ -88,6 +90,7 @@ void DaemonConfig::validate() const {
   validate_commands(*this);
   validate_auth(*this);
   validate_sql_config(*this);
+  validate_cluster(*this);
 }
 
 DaemonConfig parse_config(std::string_view toml_text, std::string_view source) {

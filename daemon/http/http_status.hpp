@@ -3,7 +3,7 @@
 // say more than their state:
 //
 //   completed                                                   200
-//   failed                                                      500
+//   failed (handler_error, node_lost)                           500
 //     deadline_exceeded_before_dispatch, retry_skipped_budget   504
 //     breaker_open                                              503 + Retry-After
 //   rejected (queue_full, deadline_implausible, shed,

@@ -31,9 +31,12 @@ enum class Reason : std::uint8_t {
   retry_skipped_budget,    // a retry was due, but the rest of the budget could not cover the
                            // backoff, a realistic attempt and the reserve (or a Retry-After)
   breaker_open,            // the dependency's circuit breaker refused the call without trying
+  node_lost,               // failed: in cluster mode, the node running it went silent longer
+                           // than the lease, and it could not run again (past its commit
+                           // point, asked to cancel, or too little time left)
 };
 
-inline constexpr std::size_t kReasonCount = static_cast<std::size_t>(Reason::breaker_open) + 1;
+inline constexpr std::size_t kReasonCount = static_cast<std::size_t>(Reason::node_lost) + 1;
 
 // The snake_case name, as used on the wire and in metrics.
 std::string_view to_string(Reason reason) noexcept;

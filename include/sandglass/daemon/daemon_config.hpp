@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -85,6 +86,18 @@ struct UpstreamConfig {
   std::size_t max_response_bytes = 1 << 20;  // a longer answer fails the attempt
 };
 
+// The `[cluster]` table: many sandglassd share one deadline-ordered queue in PostgreSQL (see
+// README, "Cluster"). Absent: the daemon works alone.
+struct ClusterConfig {
+  std::string conninfo;             // libpq connection string or URI of the shared database
+  std::string node;                 // this node's name; empty: the listen address, HOST:PORT
+  std::size_t claim_batch = 16;     // most jobs one claim takes (never more than free workers)
+  std::chrono::milliseconds heartbeat{200};  // how often the node says it is alive
+  std::chrono::milliseconds lease{2'000};    // silent this long: its running jobs are taken back
+  std::chrono::milliseconds poll{250};       // claim this often even when no NOTIFY arrived
+  std::vector<std::string> kinds;   // the kinds this node claims; empty: every kind it knows
+};
+
 struct DaemonConfig {
   std::string listen_host = "127.0.0.1";     // an IP address; IPv6 without brackets
   std::uint16_t listen_port = 8080;           // 0 picks a free port
@@ -105,6 +118,7 @@ struct DaemonConfig {
   std::string auth_token_file;  // where auth_token was read from; empty when set in code
   std::map<std::string, DatabaseConfig, std::less<>> databases;  // for the `sql` kind
   std::map<std::string, QueryConfig, std::less<>> queries;       // for the `sql` kind
+  std::optional<ClusterConfig> cluster;  // [cluster]; empty: no cluster
 
   // Throws ConfigError naming the first inconsistent key.
   void validate() const;

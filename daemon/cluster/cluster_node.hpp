@@ -1,0 +1,88 @@
+// cluster_node.hpp (private) — `ClusterNode`, one sandglassd's part in cluster mode: many daemons
+// share one deadline-ordered queue, a table in PostgreSQL (schema: migrations/001_queue.sql).
+//
+//   ClusterNode node{config, kinds, runtime};   // connects, migrates; throws PgError
+//   node.start("127.0.0.1:8080");               // registers the node, starts its threads
+//   ... Api delegates POST/GET/DELETE /v1/jobs to node.submit / job_record / cancel ...
+//   node.stop_claiming(); runtime.shutdown(...); node.stop();
+//
+// Where the rules live (DESIGN.md, "Cluster mode"):
+// - The clock: the database's. A deadline is written as clock_timestamp() + the budget left at
+//   insert (sandglass_submit); every "is it too late" is decided in SQL by that clock
+//   (sandglass_claim, sandglass_sweep). A node only receives "remaining_us" at claim and turns
+//   it into its own steady-clock Deadline (`claim_once`), so machine clocks never matter.
+// - The claim rule: sandglass_claim — at most the node's free workers (workers − jobs it holds),
+//   class then deadline, SKIP LOCKED, retiring head rows that can no longer finish.
+// - Fencing: sandglass_finish writes an outcome only WHERE id, attempt and owner match a running
+//   job; anything else is a stale outcome, discarded and counted (`finisher_loop`).
+// - Commit points: a handler's `commit()` is seen by polling `JobContext::committed()` every
+//   5 ms and written at once (`heartbeat_loop`); a lost node's job whose commit reached the
+//   database is never queued again (node_lost instead). A node killed within those few
+//   milliseconds after a commit may have that job run again: the one window left open.
+//
+// Threads: two intake threads (submissions, reads, cancels; each its own connection), a claimer,
+// a finisher (outcomes, batched), a listener (LISTEN sandglass_outcome, sandglass_cancel,
+// sandglass_queued; answers waiters, cancels local jobs, wakes the claimer) and a heartbeat
+// thread (heartbeat, commit points, sweep of lost nodes, retiring expired heads). Each reconnects
+// on its own after a lost connection; /readyz says 503 while the heartbeat cannot reach the DB.
+//
+// Thread safety: `submit`, `job_record`, `cancel`, `metrics_text` and `ready` may be called from
+// any thread; `start`, `stop_claiming` and `stop` from one thread, in that order.
+#pragma once
+
+#include "daemon/api/job_request.hpp"
+#include "daemon/http/http_message.hpp"
+
+#include <sandglass/daemon/daemon_config.hpp>
+#include <sandglass/daemon/kind_registry.hpp>
+#include <sandglass/runtime.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace sandglass::daemon::cluster {
+
+class ClusterNode {
+ public:
+  using Respond = std::function<void(HttpResponse)>;
+  using ClientGone = std::function<void()>;
+
+  // Connects to config.cluster->conninfo and applies missing migrations. Blocks. Throws PgError
+  // naming the server (never the password) when it cannot, or when the schema is too new.
+  // `kinds` and `runtime` must outlive the node.
+  ClusterNode(const DaemonConfig& config, const KindRegistry& kinds, Runtime& runtime);
+  ClusterNode(const ClusterNode&) = delete;
+  ClusterNode& operator=(const ClusterNode&) = delete;
+  ~ClusterNode();  // stop() if not yet. Blocks.
+
+  // Registers this node (named `listen_address` unless cluster.node names it) and starts the
+  // threads. Throws PgError.
+  void start(const std::string& listen_address);
+  // No claim starts after this returns. Blocks for at most one claim statement.
+  void stop_claiming();
+  // After the runtime has drained: writes the outcomes still pending (for up to `flush_for`),
+  // answers waiters of jobs that run elsewhere with 503, leaves the cluster, stops the threads.
+  void stop(Duration flush_for = std::chrono::seconds{5});
+
+  // POST /v1/jobs with a validated request whose kind this daemon knows. Answers through
+  // `respond` exactly once, from another thread. Returns what to call when the client leaves
+  // before its answer (a job with no key and no other waiter here is then cancelled).
+  ClientGone submit(JobRequest request, TimePoint arrived_at, Respond respond);
+  void job_record(JobId id, Respond respond);  // GET /v1/jobs/ID, from the database
+  void cancel(JobId id, Respond respond);      // DELETE /v1/jobs/ID, then the record
+  std::string metrics_text() const;            // the cluster series, Prometheus text format
+  bool ready() const noexcept;                 // false while the database is unreachable
+  const std::string& node_name() const noexcept;
+
+  class Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// `sandglassd --migrate`: applies the missing migrations and returns what it did, for printing.
+// Throws PgError.
+std::string migrate_only(const ClusterConfig& config);
+
+}  // namespace sandglass::daemon::cluster

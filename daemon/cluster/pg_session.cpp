@@ -1,0 +1,177 @@
+#include "daemon/cluster/pg_session.hpp"
+
+#include <fmt/format.h>
+
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <climits>
+
+namespace sandglass::daemon::cluster {
+namespace {
+
+// libpq's messages end with a newline and may span lines: one line here.
+std::string one_line(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    const bool space = c == '\n' || c == '\t' || c == ' ';
+    if (space && (out.empty() || out.back() == ' ')) continue;
+    out += space ? ' ' : c;
+  }
+  if (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+int poll_timeout_until(const Deadline& until) {
+  if (until.time_point() == TimePoint::max()) return -1;
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(until.remaining());
+  if (left.count() <= 0) return 0;
+  return static_cast<int>(std::min<std::int64_t>(left.count(), INT_MAX));
+}
+
+}  // namespace
+
+std::string describe_server(const std::string& conninfo) {
+  char* error = nullptr;
+  PQconninfoOption* options = PQconninfoParse(conninfo.c_str(), &error);
+  if (options == nullptr) {
+    PQfreemem(error);
+    return "an invalid conninfo";
+  }
+  std::string host, hostaddr, port, dbname;
+  for (PQconninfoOption* o = options; o->keyword != nullptr; ++o) {
+    const std::string_view key = o->keyword;
+    const std::string value = o->val != nullptr ? o->val : "";
+    if (key == "host") host = value;
+    if (key == "hostaddr") hostaddr = value;
+    if (key == "port") port = value;
+    if (key == "dbname") dbname = value;
+  }
+  PQconninfoFree(options);
+  if (host.empty()) host = hostaddr.empty() ? "the local socket" : hostaddr;
+  std::string out = "host " + host;
+  if (!port.empty()) out += " port " + port;
+  if (!dbname.empty()) out += " database " + dbname;
+  return out;
+}
+
+std::int64_t PgRows::integer(int row, int column) const {
+  if (null(row, column)) return 0;
+  const std::string_view t = text(row, column);
+  std::int64_t value = 0;
+  std::from_chars(t.data(), t.data() + t.size(), value);
+  return value;
+}
+
+PgSession PgSession::open(const std::string& conninfo) {
+  std::string server = describe_server(conninfo);
+  // Defaults first: with expand_dbname the conninfo's own settings override them.
+  const char* keywords[] = {"connect_timeout", "keepalives_idle", "keepalives_interval",
+                            "keepalives_count", "tcp_user_timeout", "application_name",
+                            "dbname", nullptr};
+  const char* values[] = {"5", "5", "2", "3", "10000", "sandglassd-cluster", conninfo.c_str(),
+                          nullptr};
+  PGconn* conn = PQconnectdbParams(keywords, values, 1);
+  if (conn == nullptr) throw PgError{"cannot connect to the cluster database at " + server + ": out of memory"};
+  if (PQstatus(conn) != CONNECTION_OK) {
+    std::string why = one_line(PQerrorMessage(conn));
+    PQfinish(conn);
+    throw PgError{"cannot connect to the cluster database at " + server + ": " + why};
+  }
+  PgSession session{conn, std::move(server)};
+  // Losing a commit here only means a job runs again or a claim is taken back: not worth a
+  // WAL flush per statement.
+  session.exec("SET synchronous_commit = off");
+  return session;
+}
+
+void PgSession::fail(std::string_view what) {
+  const std::string why = conn_ ? one_line(PQerrorMessage(conn_.get())) : "not connected";
+  throw PgError{fmt::format("cluster database at {}: {}: {}", server_, what, why)};
+}
+
+PgRows PgSession::exec(const std::string& sql, const std::vector<std::optional<std::string>>& params) {
+  if (!conn_) fail("no connection");
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
+  // Without parameters, PQexec: it takes several statements (a migration file).
+  PGresult* r = params.empty()
+                    ? PQexec(conn_.get(), sql.c_str())
+                    : PQexecParams(conn_.get(), sql.c_str(), static_cast<int>(values.size()),
+                                   nullptr, values.data(), nullptr, nullptr, 0);
+  PgRows rows{r};
+  const ExecStatusType status = r == nullptr ? PGRES_FATAL_ERROR : PQresultStatus(r);
+  if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
+    if (r != nullptr && PQresultErrorMessage(r)[0] != '\0') {
+      throw PgError{fmt::format("cluster database at {}: {}", server_,
+                                one_line(PQresultErrorMessage(r)))};
+    }
+    fail("statement failed");
+  }
+  return rows;
+}
+
+std::vector<Notification> PgSession::wait_notifications(Deadline until, int wake_fd) {
+  std::vector<Notification> out;
+  auto drain = [&] {
+    if (PQconsumeInput(conn_.get()) == 0) fail("connection lost");
+    while (PGnotify* n = PQnotifies(conn_.get())) {
+      out.push_back({n->relname, n->extra});
+      PQfreemem(n);
+    }
+  };
+  if (!conn_) fail("no connection");
+  drain();
+  if (!out.empty()) return out;
+  pollfd fds[2] = {{PQsocket(conn_.get()), POLLIN, 0}, {wake_fd, POLLIN, 0}};
+  const int n = ::poll(fds, wake_fd >= 0 ? 2 : 1, poll_timeout_until(until));
+  if (n < 0 && errno != EINTR) fail("poll failed");
+  if (n > 0 && fds[0].revents != 0) drain();
+  return out;
+}
+
+std::string text_array(const std::vector<std::string>& items) {
+  std::string out = "{";
+  for (const std::string& item : items) {
+    if (out.size() > 1) out += ',';
+    out += '"';
+    for (const char c : item) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    out += '"';
+  }
+  return out + "}";
+}
+
+std::string text_array(const std::vector<std::optional<std::string>>& items) {
+  std::string out = "{";
+  for (const std::optional<std::string>& item : items) {
+    if (out.size() > 1) out += ',';
+    if (!item) {
+      out += "NULL";
+      continue;
+    }
+    out += '"';
+    for (const char c : *item) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    out += '"';
+  }
+  return out + "}";
+}
+
+std::string int_array(const std::vector<std::int64_t>& items) {
+  std::string out = "{";
+  for (const std::int64_t item : items) {
+    if (out.size() > 1) out += ',';
+    out += std::to_string(item);
+  }
+  return out + "}";
+}
+
+}  // namespace sandglass::daemon::cluster
