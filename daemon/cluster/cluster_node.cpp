@@ -77,7 +77,8 @@ constexpr std::string_view kRecordColumns =
     " priority, budget_us,"
     " floor(extract(epoch FROM coalesce(claimed_at, finished_at, clock_timestamp()) - created_at)"
     " * 1000000)::bigint,"
-    " run_us,"
+    " coalesce(run_us, CASE WHEN state = 'running' THEN"
+    " floor(extract(epoch FROM clock_timestamp() - claimed_at) * 1000000)::bigint END),"
     " floor(extract(epoch FROM deadline - coalesce(finished_at, clock_timestamp())) * 1000000)::bigint,"
     " cancel_requested";
 
@@ -275,6 +276,8 @@ class ClusterNode::Impl {
             {node_, owner_});
     db_ok_.store(true, std::memory_order_relaxed);
     listener_ = std::jthread{[this](std::stop_token st) { listener_loop(st); }};
+    // No job is inserted before the listener listens: a waiter can then rely on the NOTIFY.
+    listening_.wait(false, std::memory_order_acquire);
     for (std::size_t i = 0; i < kIntakeThreads; ++i) {
       intake_.emplace_back([this](std::stop_token st) { intake_loop(st); });
     }
@@ -517,6 +520,15 @@ class ClusterNode::Impl {
       return;
     }
     const bool attached = verdict == "attached";
+    if (attached) {
+      // Its outcome may be long written, before this node listened: read it first. (Ended
+      // after this read, its NOTIFY reaches the waiter added below.)
+      const std::vector<Record> found = fetch_records(db, {id});
+      if (!found.empty() && found.front().terminal) {
+        respond(answer_of(found.front()));
+        return;
+      }
+    }
     if (req.wait) {
       bool gone = false;
       {
@@ -527,13 +539,6 @@ class ClusterNode::Impl {
       add_waiter(id, respond);
       if (gone) client_left(id, keyed);
       return;
-    }
-    if (attached) {
-      const std::vector<Record> found = fetch_records(db, {id});
-      if (!found.empty() && found.front().terminal) {
-        respond(answer_of(found.front()));
-        return;
-      }
     }
     HttpResponse r{.status = kStatusAccepted,
                    .body = json_text({{"id", id}, {"state", "queued"}, {"node", node_}})};
@@ -593,6 +598,8 @@ class ClusterNode::Impl {
         if (!db || db->broken()) {
           ensure(db);
           db->exec("LISTEN sandglass_outcome; LISTEN sandglass_cancel; LISTEN sandglass_queued");
+          listening_.store(true, std::memory_order_release);  // pairs with the wait in start()
+          listening_.notify_all();
           if (resync) {
             wake_claimer();
             answer_all_terminal(*db);
@@ -608,6 +615,8 @@ class ClusterNode::Impl {
         std::this_thread::sleep_for(kReconnectBackoff);
       }
     }
+    listening_.store(true, std::memory_order_release);  // start() must not wait for a stopped one
+    listening_.notify_all();
   }
 
   void handle_notifications(PgSession& db, const std::vector<Notification>& notes) {
@@ -1025,6 +1034,7 @@ class ClusterNode::Impl {
   bool started_ = false;
   bool stopped_ = false;
   std::atomic<bool> db_ok_{false};
+  std::atomic<bool> listening_{false};  // the listener's first LISTEN is done
 
   std::shared_ptr<prometheus::Registry> registry_ = std::make_shared<prometheus::Registry>();
   prometheus::Counter& claims_;

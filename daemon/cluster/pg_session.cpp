@@ -80,6 +80,7 @@ PgSession PgSession::open(const std::string& conninfo) {
     PQfinish(conn);
     throw PgError{"cannot connect to the cluster database at " + server + ": " + why};
   }
+  PQsetNoticeProcessor(conn, [](void*, const char*) {}, nullptr);  // NOTICEs are not ours to log
   PgSession session{conn, std::move(server)};
   // Losing a commit here only means a job runs again or a claim is taken back: not worth a
   // WAL flush per statement.

@@ -1,0 +1,77 @@
+// cluster_fixture.hpp — a real PostgreSQL (postgres_server.hpp) and real sandglassd nodes in
+// cluster mode on loopback ephemeral ports, for the cluster tests.
+//
+//   ClusterFixture c;
+//   DaemonProcess& a = c.node({"sleep"});          // claims only sleep jobs
+//   HttpAnswer r = post_job(a.port(), R"({"kind":"sleep","args":{"ms":5}})");
+#pragma once
+
+#include "daemon_test_support.hpp"
+#include "postgres_server.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sandglass::testing {
+
+inline constexpr int kLeaseMs = 500;
+inline constexpr int kHeartbeatMs = 50;
+
+class ClusterFixture {
+ public:
+  // The [cluster] table of a node serving `kinds` (all when empty).
+  std::string config(const std::vector<std::string>& kinds, int workers = 2) const {
+    std::string list;
+    for (const std::string& k : kinds) list += (list.empty() ? "\"" : ", \"") + k + "\"";
+    return fmt::format(R"([runtime]
+workers = {}
+[cluster]
+conninfo = "{}"
+heartbeat_ms = {}
+lease_ms = {}
+poll_ms = 100
+kinds = [{}]
+)",
+                       workers, pg.conninfo(), kHeartbeatMs, kLeaseMs, list);
+  }
+
+  // Starts a node; its name is "127.0.0.1:PORT".
+  DaemonProcess& node(const std::vector<std::string>& kinds, int workers = 2) {
+    const std::string path = write_temp_file("cluster.toml", config(kinds, workers));
+    nodes.push_back(std::make_unique<DaemonProcess>(std::vector<std::string>{"--config", path}));
+    return *nodes.back();
+  }
+
+  static std::string name_of(const DaemonProcess& d) {
+    return "127.0.0.1:" + std::to_string(d.port());
+  }
+
+  // The node (still in `nodes`) whose name is `name`; nullptr if none.
+  DaemonProcess* by_name(const std::string& name) {
+    for (auto& n : nodes) {
+      if (n && name_of(*n) == name) return n.get();
+    }
+    return nullptr;
+  }
+
+  PostgresServer pg;
+  std::vector<std::unique_ptr<DaemonProcess>> nodes;
+};
+
+// GET /v1/jobs/ID on `port` as JSON (the request must succeed).
+inline boost::json::object record(std::uint16_t port, std::uint64_t id) {
+  const HttpAnswer a = http(port, "GET", "/v1/jobs/" + std::to_string(id));
+  if (a.status != 200) throw std::runtime_error{"GET /v1/jobs/" + std::to_string(id) + ": " + a.body};
+  return json_of(a);
+}
+
+inline std::string text(const boost::json::object& o, const char* key) {
+  const auto* v = o.if_contains(key);
+  return v != nullptr && v->is_string() ? std::string{v->as_string()} : std::string{};
+}
+
+}  // namespace sandglass::testing
