@@ -92,6 +92,10 @@ Options parse_options(int argc, char** argv) {
       ->check(CLI::Range(1, 100'000));
   app.add_option("--soak", soak, "soak mode: this long (e.g. 60s) at --load (10) of capacity; RSS, fds, SIGTERM");
   app.add_option("--sandglassd", o.sandglassd_path, "soak: start this sandglassd binary (else drive --target)");
+  app.add_option("--cluster", o.cluster_nodes,
+                 "cluster mode: start a PostgreSQL and 1..N --sandglassd nodes; measure throughput, "
+                 "enqueue->start, claim latency, cancel across nodes, recovery after kill -9")
+      ->check(CLI::Range(1, 16));
   app.add_option("--soak-warm-up", soak_warm_up, "soak: RSS at start is taken after this much of the soak (15s)");
   app.add_option("--max-rss-growth-mib", o.max_rss_growth_mib, "soak: fail when peak or end RSS exceeds the start by more (16)")
       ->check(CLI::Range(0.0, 1e6));

@@ -7,6 +7,7 @@
 //                      [--plot FILE.svg|.png] [--spike] [--target http://127.0.0.1:PORT]
 //                      [--smoke] ...
 //   sandglass-overload --soak 60s (--sandglassd PATH | --target http://127.0.0.1:PORT) ...
+//   sandglass-overload --cluster 3 --sandglassd PATH [--workers 8] [--smoke]
 //
 // Durations read "250us", "2ms", "1s"; distributions "fixed:D", "exp:MEAN",
 // "lognormal:MEDIAN:SIGMA", "uniform:MIN:MAX", "mix:PART@WEIGHT,..." (distribution.hpp);
@@ -60,6 +61,9 @@ struct Options {
   Duration sigterm_phase = std::chrono::seconds{4};  // overload with SIGTERM at its middle
   bool sigterm = true;            // only with --sandglassd
   std::chrono::milliseconds drain_timeout{5'000};    // given to the started sandglassd
+  // Cluster mode (cluster_bench.hpp): on when positive; starts a PostgreSQL and up to this many
+  // --sandglassd nodes.
+  std::size_t cluster_nodes = 0;
 };
 
 // Exits: 0 after --help, 2 with a message naming the flag on bad input.

@@ -13,6 +13,8 @@
 //   failed     handler_error                       the handler threw; `error` has its text
 //   failed     deadline_exceeded_before_dispatch,  the handler gave up on a dependency
 //              retry_skipped_budget, breaker_open  (it threw `JobFailed` with that reason)
+//   failed     node_lost                           cluster mode: its node was lost and it could
+//                                                  not run again (see README, "Cluster")
 //   rejected   shutting_down, budget_too_small,    never admitted
 //              deadline_implausible, queue_full
 //   rejected   shed                                admitted, then pushed out by a higher class

@@ -30,6 +30,7 @@ TEST_SUITE("Outcome") {
         {Reason::deadline_exceeded_before_dispatch, State::failed},
         {Reason::retry_skipped_budget, State::failed},
         {Reason::breaker_open, State::failed},
+        {Reason::node_lost, State::failed},
     };
     static_assert(std::size(rows) == sandglass::kReasonCount, "a row for every reason");
     for (const Row& r : rows) {

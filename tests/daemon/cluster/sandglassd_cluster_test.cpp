@@ -303,6 +303,26 @@ TEST_CASE("a database restart: readyz says 503 while it is down, jobs go on afte
   CHECK(text(json_of(after), "state") == "completed");
 }
 
+TEST_CASE("SIGTERM drains a node's own running jobs and it leaves; the other nodes go on" *
+          doctest::timeout(120)) {
+  ClusterFixture c;
+  DaemonProcess& a = c.node({"sleep"});
+  DaemonProcess& b = c.node({"spin"});
+  const std::uint64_t id = submit_later(b.port(), R"({"kind":"sleep","args":{"ms":400},"timeout_ms":20000})");
+  REQUIRE(eventually([&] { return text(record(b.port(), id), "state") == "running"; }));
+  a.signal(SIGTERM);
+  const std::optional<int> code = a.wait_exit(30s);
+  REQUIRE(code.has_value());
+  CHECK(*code == 0);
+  const auto o = record(b.port(), id);
+  CHECK(text(o, "state") == "completed");
+  CHECK(text(o, "node") == ClusterFixture::name_of(a));
+  CHECK(c.pg.scalar("SELECT count(*) FROM sandglass_nodes WHERE node = '" + ClusterFixture::name_of(a) + "'") == "0");
+  const HttpAnswer spun = post_job(b.port(), R"({"kind":"spin","args":{"ms":5}})");
+  CHECK(spun.status == 200);
+  CHECK(text(json_of(spun), "node") == ClusterFixture::name_of(b));
+}
+
 TEST_CASE("an unreachable database fails the start with an error naming its host, never the password" *
           doctest::timeout(60)) {
   const std::uint16_t port = free_port();
