@@ -186,8 +186,8 @@ Options parse_options(int argc, char** argv) {
     }
     if (o.soak_warm_up >= o.soak) fail("--soak-warm-up", "must be shorter than --soak");
     if (o.loads.size() != 1) fail("--load", "the soak runs one load");
-  } else if (!o.sandglassd_path.empty()) {
-    fail("--sandglassd", "only the soak mode starts a daemon (add --soak 60s)");
+  } else if (!o.sandglassd_path.empty() && o.cluster_nodes == 0) {
+    fail("--sandglassd", "only the soak and cluster modes start daemons (add --soak 60s or --cluster N)");
   }
   if (!o.target.empty() && !o.target.starts_with("http://127.0.0.1:")) {
     fail("--target", "only http://127.0.0.1:PORT targets are driven, got \"" + o.target + "\"");
