@@ -44,6 +44,7 @@ constexpr std::size_t kIntakeThreads = 2;
 constexpr milliseconds kCommitPoll{5};          // how often commit points are looked for
 constexpr milliseconds kReconnectBackoff{200};  // between attempts to reach the database
 constexpr std::size_t kFinishBatch = 512;       // most outcomes one statement writes
+constexpr std::size_t kSubmitBatch = 128;       // most submissions one statement inserts
 constexpr std::size_t kRecentOutcomes = 8192;   // outcome ids remembered for late waiters
 
 std::int64_t us_of(Duration d) { return std::chrono::duration_cast<microseconds>(d).count(); }
@@ -314,6 +315,15 @@ class ClusterNode::Impl {
     for (auto& t : intake_) t.request_stop();
     intake_cv_.notify_all();
     intake_.clear();
+    {
+      std::lock_guard lock{intake_mu_};
+      for (Pending& p : submit_queue_) p.respond(unreachable());
+      for (QueuedTask& t : intake_queue_) {
+        if (t.on_failure) t.on_failure(unreachable());
+      }
+      submit_queue_.clear();
+      intake_queue_.clear();
+    }
     listener_.request_stop();
     listener_wake_.wake();
     listener_ = {};
@@ -352,14 +362,22 @@ class ClusterNode::Impl {
     bool gone = false;        // guarded by mu
   };
 
+  struct Pending {
+    JobRequest request;
+    TimePoint arrived_at;
+    Respond respond;  // emptied once answered
+    std::shared_ptr<Submission> state;
+  };
+
   ClientGone submit(JobRequest req, TimePoint arrived_at, Respond respond) {
     auto state = std::make_shared<Submission>();
     const bool wait = req.wait;
     const bool keyed = !req.idempotency_key.empty();
-    Respond on_failure = respond;
-    post([this, req = std::move(req), arrived_at, respond = std::move(respond),
-          state](PgSession& db) { insert(db, req, arrived_at, respond, *state); },
-         std::move(on_failure));
+    {
+      std::lock_guard lock{intake_mu_};
+      submit_queue_.push_back(Pending{std::move(req), arrived_at, std::move(respond), state});
+    }
+    intake_cv_.notify_one();
     if (!wait) return {};
     return [this, state, keyed] {
       std::optional<JobId> id;
@@ -438,28 +456,51 @@ class ClusterNode::Impl {
     spdlog::warn("cluster {}: {}", where, e.what());
   }
 
+  static HttpResponse unreachable() {
+    HttpResponse r = json_error(kStatusServiceUnavailable, "the cluster database cannot be reached",
+                                "cluster");
+    r.headers.emplace_back("Retry-After", "1");
+    return r;
+  }
+
   void intake_loop(std::stop_token st) {
     std::optional<PgSession> db;
+    std::vector<Pending> submits;
     while (!st.stop_requested()) {
       QueuedTask task;
       {
         std::unique_lock lock{intake_mu_};
-        intake_cv_.wait(lock, st, [this] { return !intake_queue_.empty(); });
-        if (intake_queue_.empty()) continue;
-        task = std::move(intake_queue_.front());
-        intake_queue_.pop_front();
+        intake_cv_.wait(lock, st, [this] { return !intake_queue_.empty() || !submit_queue_.empty(); });
+        // Submissions waiting together go in one statement; reads and cancels one by one.
+        while (!submit_queue_.empty() && submits.size() < kSubmitBatch) {
+          submits.push_back(std::move(submit_queue_.front()));
+          submit_queue_.pop_front();
+        }
+        if (submits.empty()) {
+          if (intake_queue_.empty()) continue;
+          task = std::move(intake_queue_.front());
+          intake_queue_.pop_front();
+        }
+      }
+      if (!submits.empty()) {
+        try {
+          ensure(db);
+          insert(*db, submits);
+        } catch (const PgError& e) {
+          db_failed(e, "intake");
+          for (Pending& p : submits) {
+            if (p.respond) p.respond(unreachable());
+          }
+        }
+        submits.clear();
+        continue;
       }
       try {
         ensure(db);
         task.run(*db);
       } catch (const PgError& e) {
         db_failed(e, "intake");
-        if (task.on_failure) {
-          HttpResponse r = json_error(kStatusServiceUnavailable,
-                                      "the cluster database cannot be reached", "cluster");
-          r.headers.emplace_back("Retry-After", "1");
-          task.on_failure(std::move(r));
-        }
+        if (task.on_failure) task.on_failure(unreachable());
       }
     }
   }
@@ -481,37 +522,70 @@ class ClusterNode::Impl {
     it->second.record(run);
   }
 
-  // POST /v1/jobs on an intake thread: the budget left becomes the row's deadline by the
-  // database's clock; admission and insert are one statement (sandglass_submit).
-  void insert(PgSession& db, const JobRequest& req, TimePoint arrived_at, const Respond& respond,
-              Submission& state) {
-    const Duration budget = budget_.grant(req.budget).budget;
-    const Duration left = budget - std::min(budget, budget_.reserve) - (Clock::now() - arrived_at);
-    if (left < budget_.min_useful) {
-      respond(rejection(req.kind, Reason::budget_too_small,
-                        "less budget left than the minimum useful duration"));
-      return;
+  // POST /v1/jobs on an intake thread, for the submissions that waited together: the budget
+  // left becomes each row's deadline by the database's clock; admission and insert are one
+  // statement for all of them (sandglass_submit_many). Each one answered gets an empty respond.
+  void insert(PgSession& db, std::vector<Pending>& batch) {
+    std::vector<std::optional<std::string>> kinds, args, keys, fingerprints;
+    std::vector<std::int64_t> priorities, remaining, budgets, works, tails;
+    std::vector<std::size_t> sent;  // indexes into batch
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      const JobRequest& req = batch[i].request;
+      const Duration budget = budget_.grant(req.budget).budget;
+      const Duration left =
+          budget - std::min(budget, budget_.reserve) - (Clock::now() - batch[i].arrived_at);
+      if (left < budget_.min_useful) {
+        std::exchange(batch[i].respond, {})(rejection(
+            req.kind, Reason::budget_too_small, "less budget left than the minimum useful duration"));
+        continue;
+      }
+      const auto [work, tail] = estimates(req.kind);
+      const bool keyed = !req.idempotency_key.empty();
+      kinds.emplace_back(req.kind);
+      args.emplace_back(boost::json::serialize(req.args));
+      keys.push_back(keyed ? std::optional<std::string>{req.idempotency_key} : std::nullopt);
+      fingerprints.push_back(
+          keyed ? std::optional<std::string>{json_text({{"kind", req.kind},
+                                                         {"args", req.args},
+                                                         {"priority", to_string(req.priority)}})}
+                : std::nullopt);
+      priorities.push_back(static_cast<int>(req.priority));
+      remaining.push_back(us_of(left));
+      budgets.push_back(us_of(budget));
+      works.push_back(us_of(work));
+      tails.push_back(us_of(tail));
+      sent.push_back(i);
     }
-    const auto [work, tail] = estimates(req.kind);
-    const std::string args = boost::json::serialize(req.args);
-    const std::string fingerprint = json_text(
-        {{"kind", req.kind}, {"args", req.args}, {"priority", to_string(req.priority)}});
-    const bool keyed = !req.idempotency_key.empty();
+    if (sent.empty()) return;
     const PgRows rows = db.exec(
-        "SELECT job_id, verdict FROM sandglass_submit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-        {node_, req.kind, args, std::to_string(static_cast<int>(req.priority)),
-         keyed ? std::optional<std::string>{req.idempotency_key} : std::nullopt,
-         keyed ? std::optional<std::string>{fingerprint} : std::nullopt,
-         std::to_string(us_of(left)), std::to_string(us_of(budget)), std::to_string(us_of(work)),
-         std::to_string(us_of(tail)), std::to_string(config_.lease.count())});
-    const std::string_view verdict = rows.text(0, 1);
+        "SELECT ord, job_id, verdict FROM sandglass_submit_many($1, $2::text[], $3::text[], "
+        "$4::smallint[], $5::text[], $6::text[], $7::bigint[], $8::bigint[], $9::bigint[], "
+        "$10::bigint[], $11)",
+        {node_, text_array(kinds), text_array(args), int_array(priorities), text_array(keys),
+         text_array(fingerprints), int_array(remaining), int_array(budgets), int_array(works),
+         int_array(tails), std::to_string(config_.lease.count())});
+    for (int r = 0; r < rows.rows(); ++r) {
+      Pending& p = batch[sent[static_cast<std::size_t>(rows.integer(r, 0) - 1)]];
+      Respond respond = std::exchange(p.respond, {});
+      try {
+        admitted(db, p, static_cast<JobId>(rows.integer(r, 1)), rows.text(r, 2), respond);
+      } catch (const PgError& e) {
+        db_failed(e, "intake");
+        respond(unreachable());
+      }
+    }
+  }
+
+  void admitted(PgSession& db, const Pending& p, JobId id, std::string_view verdict,
+                const Respond& respond) {
+    const JobRequest& req = p.request;
     if (verdict == "queue_full" || verdict == "deadline_implausible") {
       respond(rejection(req.kind, verdict == "queue_full" ? Reason::queue_full : Reason::deadline_implausible,
                         verdict == "queue_full" ? "the cluster's queue is full"
                                                 : "the work queued ahead in the cluster cannot finish in time"));
       return;
     }
-    const JobId id = static_cast<JobId>(rows.integer(0, 0));
+    const bool keyed = !req.idempotency_key.empty();
     if (verdict == "conflict") {
       respond(json_error(kStatusConflict,
                          fmt::format("idempotency_key names job {}, submitted with a different "
@@ -519,8 +593,7 @@ class ClusterNode::Impl {
                          "idempotency_key"));
       return;
     }
-    const bool attached = verdict == "attached";
-    if (attached) {
+    if (verdict == "attached") {
       // Its outcome may be long written, before this node listened: read it first. (Ended
       // after this read, its NOTIFY reaches the waiter added below.)
       const std::vector<Record> found = fetch_records(db, {id});
@@ -532,9 +605,9 @@ class ClusterNode::Impl {
     if (req.wait) {
       bool gone = false;
       {
-        std::lock_guard lock{state.mu};
-        state.id = id;
-        gone = state.gone;
+        std::lock_guard lock{p.state->mu};
+        p.state->id = id;
+        gone = p.state->gone;
       }
       add_waiter(id, respond);
       if (gone) client_left(id, keyed);
@@ -1054,6 +1127,7 @@ class ClusterNode::Impl {
   std::mutex intake_mu_;
   std::condition_variable_any intake_cv_;
   std::deque<QueuedTask> intake_queue_;  // guarded by intake_mu_
+  std::deque<Pending> submit_queue_;     // guarded by intake_mu_
 
   std::mutex wait_mu_;
   std::unordered_map<JobId, std::vector<Respond>> waiters_;  // guarded by wait_mu_

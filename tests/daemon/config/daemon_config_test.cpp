@@ -190,7 +190,7 @@ TEST_SUITE("DaemonConfig") {
       CHECK(e.key == "workers");
       CHECK(e.what ==
             "workers: unknown key; known tables: server, runtime, budget, records, log, kinds, "
-            "commands, upstreams, databases, queries");
+            "commands, upstreams, databases, queries, cluster");
     }
     SUBCASE("in a kind") {
       const Thrown e = parse_error("[kinds.spin]\nlimit = 1\nmax = 2\n");
