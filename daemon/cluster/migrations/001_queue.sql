@@ -126,9 +126,11 @@ END $$;
 
 -- The claim rule. Walks the queue in claim order (class, then deadline) with SKIP LOCKED, so
 -- claimers never wait for each other, and for each row: past its deadline -> ended
--- expired_in_queue (any kind: someone must); a kind this node does not serve -> left alone;
--- less time left than the kind's tail estimate -> ended too_late_to_start; else claimed, with
--- attempt + 1 (the fencing token) and the time it has left by this clock.
+-- expired_in_queue (any kind: someone must); less time left than the kind's tail estimate ->
+-- ended too_late_to_start; else claimed, with attempt + 1 (the fencing token) and the time it
+-- has left by this clock. Rows of kinds this node does not serve are never locked (unless
+-- expired). It locks no more rows than it claims or retires, so concurrent claimers skip only
+-- what is really taken. With p_limit 0 it only retires expired heads (the heartbeat's call).
 CREATE FUNCTION sandglass_claim(p_owner text, p_node text, p_limit integer, p_kinds text[],
                                 p_tail_us bigint[])
 RETURNS TABLE (job_id bigint, kind text, args text, priority smallint, attempt integer,
@@ -136,17 +138,30 @@ RETURNS TABLE (job_id bigint, kind text, args text, priority smallint, attempt i
 LANGUAGE plpgsql AS $$
 DECLARE
   r record; v_now timestamptz := clock_timestamp(); v_claimed integer := 0;
-  v_retired integer := 0; v_seen integer; v_est bigint; v_left bigint;
+  v_retired integer := 0; v_seen integer; v_want integer; v_est bigint; v_left bigint;
   v_dec bigint[] := ARRAY[0, 0, 0, 0]; v_decw bigint[] := ARRAY[0, 0, 0, 0];
 BEGIN
-  LOOP
+  IF p_limit = 0 THEN
+    FOR r IN
+      SELECT j.id, j.kind, j.priority, j.work_us FROM sandglass_jobs j
+       WHERE j.state = 'queued' AND j.deadline <= v_now
+       ORDER BY j.priority, j.deadline LIMIT 256 FOR UPDATE SKIP LOCKED
+    LOOP
+      v_dec[r.priority + 1] := v_dec[r.priority + 1] + 1;
+      v_decw[r.priority + 1] := v_decw[r.priority + 1] + r.work_us;
+      PERFORM sandglass_end(r.id, r.kind, 'expired', 'expired_in_queue', NULL);
+      v_retired := v_retired + 1;
+    END LOOP;
+  END IF;
+  WHILE p_limit > 0 LOOP
     v_seen := 0;
+    v_want := p_limit - v_claimed;
     FOR r IN
       SELECT j.id, j.kind, j.args, j.priority, j.attempt, j.deadline, j.work_us
         FROM sandglass_jobs j
        WHERE j.state = 'queued' AND (j.kind = ANY (p_kinds) OR j.deadline <= v_now)
        ORDER BY j.priority, j.deadline
-       LIMIT p_limit - v_claimed + 16
+       LIMIT v_want
          FOR UPDATE SKIP LOCKED
     LOOP
       v_seen := v_seen + 1;
@@ -160,7 +175,7 @@ BEGIN
       ELSIF v_left < v_est THEN
         PERFORM sandglass_end(r.id, r.kind, 'expired', 'too_late_to_start', NULL);
         v_retired := v_retired + 1;
-      ELSIF v_claimed < p_limit THEN
+      ELSE
         UPDATE sandglass_jobs j SET state = 'running', owner = p_owner, attempt = j.attempt + 1,
                claimed_at = v_now, node_ran = p_node
          WHERE j.id = r.id;
@@ -168,12 +183,10 @@ BEGIN
         job_id := r.id; kind := r.kind; args := r.args; priority := r.priority;
         attempt := r.attempt + 1; remaining_us := v_left; retired := 0;
         RETURN NEXT;
-      ELSE
-        v_dec[r.priority + 1] := v_dec[r.priority + 1] - 1;  -- seen, left queued
-        v_decw[r.priority + 1] := v_decw[r.priority + 1] - r.work_us;
       END IF;
     END LOOP;
-    EXIT WHEN v_claimed >= p_limit OR v_seen < p_limit - v_claimed + 16 OR v_seen = 0;
+    -- Retired rows left room: look again, unless the queue had no more.
+    EXIT WHEN v_claimed >= p_limit OR v_seen < v_want;
   END LOOP;
   FOR i IN 1..4 LOOP
     IF v_dec[i] <> 0 THEN
