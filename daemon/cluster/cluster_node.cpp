@@ -47,6 +47,9 @@ constexpr std::size_t kFinishBatch = 512;       // most outcomes one statement w
 constexpr std::size_t kSubmitBatch = 128;       // most submissions one statement inserts
 constexpr std::size_t kRecentOutcomes = 8192;   // outcome ids remembered for late waiters
 
+// True on the claimer thread while it holds claim_mu_ (see wake_claimer).
+thread_local bool t_in_claim = false;
+
 std::int64_t us_of(Duration d) { return std::chrono::duration_cast<microseconds>(d).count(); }
 std::int64_t ms_of(std::int64_t us) { return us / 1000; }
 
@@ -673,9 +676,13 @@ class ClusterNode::Impl {
           db->exec("LISTEN sandglass_outcome; LISTEN sandglass_cancel; LISTEN sandglass_queued");
           listening_.store(true, std::memory_order_release);  // pairs with the wait in start()
           listening_.notify_all();
-          if (resync) {
+          if (resync) {  // what NOTIFYs said while it was away
             wake_claimer();
             answer_all_terminal(*db);
+            const PgRows asked = db->exec(
+                "SELECT id FROM sandglass_jobs WHERE owner = $1 AND state = 'running' AND cancel_requested",
+                {owner_});
+            for (int r = 0; r < asked.rows(); ++r) cancel_local(static_cast<JobId>(asked.integer(r, 0)));
           }
           resync = true;
         }
@@ -794,6 +801,10 @@ class ClusterNode::Impl {
   };
 
   void wake_claimer() {
+    if (t_in_claim) {  // the claimer itself, inside claim_once: it holds claim_mu_
+      claim_wanted_ = true;
+      return;
+    }
     {
       std::lock_guard lock{claim_mu_};
       claim_wanted_ = true;
@@ -829,6 +840,12 @@ class ClusterNode::Impl {
   // queue may hold more). Throws PgError.
   bool claim_once(PgSession& db) {
     std::lock_guard claim_lock{claim_mu_};  // stop_claiming waits for a claim in progress
+    // A job that ends inside submit (refused, or args its kind rejects here) wakes the claimer
+    // from this very thread: see wake_claimer.
+    t_in_claim = true;
+    struct Reset {
+      ~Reset() { t_in_claim = false; }
+    } reset;
     if (claiming_stopped_) return false;
     const std::size_t held = held_.load(std::memory_order_relaxed);
     if (held >= workers_) return false;
@@ -867,8 +884,9 @@ class ClusterNode::Impl {
     held_.fetch_add(1, std::memory_order_relaxed);
     const JobKind* kind = kinds_.find(kind_name);
     JobHandler handler;
-    std::string error;
+    std::string error = "no such kind";
     try {
+      if (kind == nullptr) throw std::invalid_argument{"this daemon has no kind " + kind_name};
       boost::json::value args = boost::json::parse(args_text);
       if (!args.is_object()) throw ArgsError{"args", "must be an object"};
       handler = kind->prepare(args.as_object());

@@ -303,6 +303,28 @@ TEST_CASE("a database restart: readyz says 503 while it is down, jobs go on afte
   CHECK(text(json_of(after), "state") == "completed");
 }
 
+TEST_CASE("args the claiming node's kind refuses end the job failed, and that node claims on" *
+          doctest::timeout(60)) {
+  ClusterFixture c;
+  // The entry node knows the command `hello`; the only node serving exec does not.
+  const std::string entry_config =
+      c.config({"sleep"}) + "[commands.hello]\nargv = [\"/bin/echo\", \"hello\"]\n";
+  c.nodes.push_back(std::make_unique<DaemonProcess>(
+      std::vector<std::string>{"--config", write_temp_file("cluster.toml", entry_config)}));
+  DaemonProcess& entry = *c.nodes.back();
+  DaemonProcess& runner = c.node({"exec", "spin"});
+  const HttpAnswer r = post_job(entry.port(), R"({"kind":"exec","args":{"command":"hello"}})");
+  CHECK(r.status == 500);
+  const auto o = json_of(r);
+  CHECK(text(o, "state") == "failed");
+  CHECK(text(o, "reason") == "handler_error");
+  CHECK(text(o, "error").find("not valid on node " + ClusterFixture::name_of(runner)) != std::string::npos);
+  // The claimer is not stuck: the next job runs.
+  const HttpAnswer next = post_job(entry.port(), R"({"kind":"spin","args":{"ms":2}})");
+  CHECK(next.status == 200);
+  CHECK(text(json_of(next), "node") == ClusterFixture::name_of(runner));
+}
+
 TEST_CASE("SIGTERM drains a node's own running jobs and it leaves; the other nodes go on" *
           doctest::timeout(120)) {
   ClusterFixture c;
