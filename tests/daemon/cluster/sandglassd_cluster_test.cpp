@@ -321,6 +321,7 @@ TEST_CASE("args the claiming node's kind refuses end the job failed, and that no
   CHECK(text(o, "error").find("not valid on node " + ClusterFixture::name_of(runner)) != std::string::npos);
   // The claimer is not stuck: the next job runs.
   const HttpAnswer next = post_job(entry.port(), R"({"kind":"spin","args":{"ms":2}})");
+  CAPTURE(next.body);
   CHECK(next.status == 200);
   CHECK(text(json_of(next), "node") == ClusterFixture::name_of(runner));
 }
