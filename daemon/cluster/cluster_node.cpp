@@ -486,13 +486,18 @@ class ClusterNode::Impl {
         }
       }
       if (!submits.empty()) {
-        try {
-          ensure(db);
-          insert(*db, submits);
-        } catch (const PgError& e) {
-          db_failed(e, "intake");
-          for (Pending& p : submits) {
-            if (p.respond) p.respond(unreachable());
+        // A second try on a live session: the first may have lost a serialization race.
+        for (int attempt = 0; attempt < 2 && !submits.empty(); ++attempt) {
+          try {
+            ensure(db);
+            insert(*db, submits);
+            break;
+          } catch (const PgError& e) {
+            db_failed(e, "intake");
+            if (attempt == 0 && db && !db->broken()) continue;
+            for (Pending& p : submits) {
+              if (p.respond) p.respond(unreachable());
+            }
           }
         }
         submits.clear();
@@ -533,6 +538,7 @@ class ClusterNode::Impl {
     std::vector<std::int64_t> priorities, remaining, budgets, works, tails;
     std::vector<std::size_t> sent;  // indexes into batch
     for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (!batch[i].respond) continue;  // answered on an earlier try
       const JobRequest& req = batch[i].request;
       const Duration budget = budget_.grant(req.budget).budget;
       const Duration left =

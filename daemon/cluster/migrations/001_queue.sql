@@ -272,6 +272,7 @@ BEGIN
       FROM sandglass_jobs j LEFT JOIN sandglass_nodes n ON n.owner = j.owner
      WHERE j.state = 'running'
        AND (n.owner IS NULL OR n.heartbeat_at < v_now - p_lease_ms * interval '1 millisecond')
+     ORDER BY j.priority  -- counter rows in ascending class, as everywhere (002_submit_many.sql)
        FOR UPDATE OF j SKIP LOCKED
   LOOP
     v_left := floor(extract(epoch FROM (r.deadline - v_now)) * 1000000)::bigint;
