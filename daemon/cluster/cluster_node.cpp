@@ -496,8 +496,9 @@ class ClusterNode::Impl {
             db_failed(e, "intake");
             if (attempt == 0 && db && !db->broken()) continue;
             for (Pending& p : submits) {
-              if (p.respond) p.respond(unreachable());
+              if (p.respond) std::exchange(p.respond, {})(unreachable());  // exactly once
             }
+            break;
           }
         }
         submits.clear();

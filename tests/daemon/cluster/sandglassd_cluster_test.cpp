@@ -295,6 +295,8 @@ TEST_CASE("a database restart: readyz says 503 while it is down, jobs go on afte
   const HttpAnswer refused = post_job(b.port(), R"({"kind":"sleep","args":{"ms":1}})");
   CHECK(refused.status == 503);
   c.pg.start();
+  CAPTURE(a.log());
+  CAPTURE(b.log());
   REQUIRE(eventually([&] {
     return http(a.port(), "GET", "/readyz").status == 200 && http(b.port(), "GET", "/readyz").status == 200;
   }, 30s));
