@@ -60,6 +60,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -190,14 +191,26 @@ class Runtime {
   JobHandle submit(JobSpec spec, Handler handler, OutcomeCallback on_outcome);
 
   // The Asio form: completes with `void(Outcome)` on the completion handler's associated
-  // executor. Works with callbacks, `asio::use_future` and `asio::use_awaitable`. If the
-  // completion handler has a connected cancellation slot, a cancellation emitted on it cancels
-  // the job with cause `caller`. With GCC 12 and coroutines, pass a named `JobSpec`, not a
-  // braced temporary: GCC 12 mis-copies such temporaries inside a `co_await` expression.
-  // The completion's executor (its io_context) must outlive the Runtime: the worker that posts
-  // the completion may still be inside `post` when the completion has already run.
-  template <typename CompletionToken>
-  auto async_submit(JobSpec spec, Handler handler, CompletionToken&& token);
+  // executor. Works with callbacks, `boost::asio::use_future` and `boost::asio::use_awaitable`:
+  //
+  //   Outcome o = co_await rt.async_submit({.kind = "x", .priority = Priority::high,
+  //                                         .budget = 200ms},
+  //                                        handler, boost::asio::use_awaitable);
+  //
+  // `spec` is a JobSpecRef (a named JobSpec converts to one): a braced spec inside `co_await` is
+  // safe with GCC 12, which mis-copies an aggregate temporary there (see JobSpecRef). The spec
+  // and `handler` are copied or moved into the job before this returns. `handler` is anything
+  // `submit` takes (a copyable or move-only callable). GCC 12 mis-copies a lambda with
+  // non-trivially copyable captures (a std::string, a std::unique_ptr) written inside the
+  // co_await expression in the same way, which no signature can prevent: with GCC 12, name such
+  // a lambda first and pass it with std::move. Lambdas capturing by reference are fine.
+  //
+  // If the completion handler has a connected cancellation slot, a cancellation emitted on it
+  // cancels the job with cause `caller`. The completion's executor (its io_context) must
+  // outlive the Runtime: the worker that posts the completion may still be inside `post` when
+  // the completion has already run.
+  template <typename JobHandlerT, typename CompletionToken>
+  auto async_submit(JobSpecRef spec, JobHandlerT&& handler, CompletionToken&& token);
 
   // Stops admitting, drains until `drain_deadline`, then cancels what is left (cause
   // `shutdown`) and joins all threads. Blocks until every job has its outcome. Idempotent;
@@ -221,10 +234,14 @@ class Runtime {
   std::unique_ptr<detail::RuntimeCore> core_;
 };
 
-template <typename CompletionToken>
-auto Runtime::async_submit(JobSpec spec, Handler handler, CompletionToken&& token) {
+template <typename JobHandlerT, typename CompletionToken>
+auto Runtime::async_submit(JobSpecRef spec, JobHandlerT&& handler, CompletionToken&& token) {
   namespace asio = boost::asio;
-  auto initiation = [this](auto completion, JobSpec job_spec, Handler job_handler) {
+  using StoredHandler = std::decay_t<JobHandlerT>;
+  static_assert(requires(Runtime& rt, JobSpec s, StoredHandler h, OutcomeCallback cb) {
+    rt.submit(std::move(s), std::move(h), std::move(cb));
+  }, "async_submit takes the handlers submit(spec, handler, on_outcome) takes");
+  auto initiation = [this](auto completion, JobSpec job_spec, StoredHandler job_handler) {
     using Completion = decltype(completion);
     auto slot = asio::get_associated_cancellation_slot(completion);
     auto executor = asio::get_associated_executor(completion);
@@ -251,8 +268,10 @@ auto Runtime::async_submit(JobSpec spec, Handler handler, CompletionToken&& toke
         });
     if (pending) pending->attach(job);
   };
+  // Both arguments are owning objects built here, in this ordinary function, before any
+  // coroutine of the caller can suspend; the caller's temporaries are not used after this.
   return asio::async_initiate<CompletionToken, void(Outcome)>(
-      std::move(initiation), token, std::move(spec), std::move(handler));
+      std::move(initiation), token, spec.to_spec(), StoredHandler(std::forward<JobHandlerT>(handler)));
 }
 
 }  // namespace sandglass

@@ -86,13 +86,14 @@ TEST_SUITE("Runtime handlers") {
     boost::asio::co_spawn(
         io,
         [&]() -> boost::asio::awaitable<void> {
-          // Named arguments: GCC 12 mis-copies temporaries inside a co_await expression.
-          sandglass::JobSpec spec{.kind = "awaited", .priority = Priority::critical, .budget = 5s};
+          // The lambda is named first: GCC 12 mis-copies a lambda with non-trivially copyable
+          // captures written inside a co_await expression (see Runtime::async_submit).
           JobHandler handler{[r = std::make_unique<Resource>("awaited")](JobContext& ctx) {
             ctx.set_result(r->text);
           }};
-          awaited = co_await rt.async_submit(std::move(spec), std::move(handler),
-                                             boost::asio::use_awaitable);
+          awaited = co_await rt.async_submit(
+              {.kind = "awaited", .priority = Priority::critical, .budget = 5s},
+              std::move(handler), boost::asio::use_awaitable);
         },
         boost::asio::detached);
     io.run();
