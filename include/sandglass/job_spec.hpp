@@ -38,13 +38,17 @@ using JobId = std::uint64_t;
 struct JobSpecRef;
 
 struct JobSpec {
-  std::string kind;                      // names the work; service-time estimates are per kind
+  std::string kind;                      // names the work; bulkheads (kind_limits) go by it
   Priority priority = Priority::normal;
   std::optional<Duration> budget;        // relative time budget
   std::optional<Deadline> deadline;      // absolute deadline
   CancelToken parent;                    // cancelling it cancels the job (cause `upstream`)
   std::string idempotency_key;           // not interpreted by the runtime; for sources that
                                          // recognise retried requests (the daemon)
+  std::string estimate_key;              // whose run times predict this job's: empty means the
+                                         // kind; finer keys (a command, a query) keep a slow
+                                         // variant from making a fast one look implausible.
+                                         // Keep the set of keys bounded.
 
   // A view of this spec; it refers to this spec's strings and token.
   operator JobSpecRef() const noexcept;  // NOLINT: implicit, so async_submit takes a JobSpec
@@ -81,6 +85,7 @@ struct JobSpecRef {
   std::optional<Deadline> deadline;
   CancelTokenRef parent;
   std::string_view idempotency_key;
+  std::string_view estimate_key;
 
   // An owning copy.
   JobSpec to_spec() const {
@@ -89,7 +94,8 @@ struct JobSpecRef {
                    .budget = budget,
                    .deadline = deadline,
                    .parent = parent.get(),
-                   .idempotency_key = std::string{idempotency_key}};
+                   .idempotency_key = std::string{idempotency_key},
+                   .estimate_key = std::string{estimate_key}};
   }
 };
 
@@ -103,7 +109,8 @@ inline JobSpec::operator JobSpecRef() const noexcept {
                     .budget = budget,
                     .deadline = deadline,
                     .parent = parent,
-                    .idempotency_key = idempotency_key};
+                    .idempotency_key = idempotency_key,
+                    .estimate_key = estimate_key};
 }
 
 }  // namespace sandglass

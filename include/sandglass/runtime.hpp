@@ -77,12 +77,13 @@ struct RuntimeOptions {
   BudgetPolicy budget{};
   // Bulkheads: at most this many jobs of a kind run at once; kinds not named are unlimited.
   std::map<std::string, std::size_t, std::less<>> kind_limits{};
-  // Drop a queued job at dequeue when less time is left than its kind's estimate.
+  // Drop a queued job at dequeue when less time is left than its estimate key's tail estimate.
   bool drop_if_cannot_finish = true;
-  // Per-kind run-time estimates (see service_time_estimator.hpp): the mean of recent runs
+  // Run-time estimates per estimate key (JobSpec::estimate_key, by default the kind; see
+  // service_time_estimator.hpp): the mean of recent runs
   // predicts the work queued ahead of a job; this quantile bounds the job's own run.
   double estimate_quantile = 0.99;
-  std::size_t estimate_window = 128;  // most samples kept per kind
+  std::size_t estimate_window = 128;  // most samples kept per estimate key
   // A sample ages out after the longer of `estimate_max_age` and `estimate_age_in_runs` × the
   // kind's typical run time, so a stall cannot lock admission out for long.
   Duration estimate_max_age = std::chrono::milliseconds{20};
@@ -112,6 +113,17 @@ struct RuntimeStats {
   std::uint64_t count(Reason reason) const noexcept {
     return outcomes[static_cast<std::size_t>(reason)];
   }
+};
+
+// One estimate key's run-time estimate (see RuntimeOptions and service_time_estimator.hpp), as
+// of its key's last submission or run.
+struct EstimateSnapshot {
+  std::string key;      // JobSpec::estimate_key, or the kind when that was empty
+  std::string kind;     // the kind of the job that first used the key
+  Duration mean{};      // predicts the work a job of this key puts ahead of later ones
+  Duration tail{};      // the `estimate_quantile` of recent runs: what a job's own run must fit
+  std::uint64_t samples = 0;  // runs recorded since start
+  std::size_t kept = 0;       // of those, still in the window (not aged out)
 };
 
 // Where a job stands, for reporting while it has no outcome yet.
@@ -228,6 +240,10 @@ class Runtime {
   // The running jobs that are overrunning now (see overrun.hpp), earliest deadline first. Takes
   // the runtime's lock for a walk over those jobs only.
   std::vector<Overrun> overruns() const;
+  // Every estimate key's estimate, ordered by key. Takes the runtime's lock for a walk over the
+  // keys. The runtime keeps one estimator per distinct key it has seen: keep keys bounded (the
+  // daemon's come from its config).
+  std::vector<EstimateSnapshot> estimates() const;
   const RuntimeOptions& options() const noexcept;
 
  private:
