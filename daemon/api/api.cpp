@@ -185,8 +185,10 @@ Api::ClientGone Api::submit(const HttpRequest& request, TimePoint arrived_at, Re
     return {};
   }
   JobHandler handler;
+  std::string estimate_key;
   try {
     handler = kind->prepare(req.args);
+    if (kind->estimate_key) estimate_key = kind->estimate_key(req.args);
   } catch (const ArgsError& e) {
     respond(error_response(kStatusBadRequest, e.what(), e.field()));
     return {};
@@ -203,7 +205,8 @@ Api::ClientGone Api::submit(const HttpRequest& request, TimePoint arrived_at, Re
     const Duration budget = policy.grant(req.budget).budget;
     JobSpec spec{.kind = req.kind, .priority = req.priority,
                  .deadline = Deadline::after(budget - std::min(budget, policy.reserve), arrived_at),
-                 .idempotency_key = req.idempotency_key};
+                 .idempotency_key = req.idempotency_key,
+                 .estimate_key = std::move(estimate_key)};
     metrics_.job_submitted(spec.kind, spec.priority);
     auto on_outcome = [this, priority = spec.priority](const Outcome& o) {
       // Only what the daemon decided: never args, results or error texts, which carry content.
@@ -273,7 +276,8 @@ HttpResponse Api::cancel_job(std::uint64_t id) {
 
 HttpResponse Api::metrics() {
   std::string body = metrics_.render(runtime_.stats(), runtime_.options().workers,
-                                     draining_.load(std::memory_order_relaxed));
+                                     draining_.load(std::memory_order_relaxed),
+                                     runtime_.estimates());
   for (const std::string& name : kinds_.names()) {
     if (const JobKind* kind = kinds_.find(name); kind->metrics) body += kind->metrics();
   }
