@@ -22,6 +22,8 @@ namespace {
 
 constexpr std::string_view kJobsPath = "/v1/jobs";
 constexpr std::string_view kJobPathPrefix = "/v1/jobs/";
+// How long a DELETE waits for the cancelled job to end before it answers 202 "cancelling".
+constexpr Duration kCancelAnswerWait = std::chrono::milliseconds{100};
 
 std::string json_text(const boost::json::object& o) { return boost::json::serialize(o); }
 
@@ -74,7 +76,7 @@ HttpResponse error_response(unsigned status, std::string_view message, std::stri
 }
 
 HttpResponse outcome_response(const Outcome& outcome, const Arrival& arrival) {
-  const HttpStatus s = http_status_of(outcome);
+  const HttpStatus s = http_status_of(outcome, arrival.cancelled_by_request);
   HttpResponse r{.status = s.code,
                  .body = record_json(outcome.id, outcome.kind, &outcome, {}, {}, arrival)};
   if (s.retry_after) r.headers.emplace_back("Retry-After", "1");
@@ -270,7 +272,18 @@ HttpResponse Api::job_record(std::uint64_t id) {
 }
 
 HttpResponse Api::cancel_job(std::uint64_t id) {
-  records_.cancel(id);
+  const JobHandle job = records_.cancel(id);
+  if (job) {
+    // Blocks this I/O thread at most kCancelAnswerWait: a queued job ended on this thread
+    // already, a running one ends at its next checkpoint. finish() is idempotent: the record
+    // is final even if the job's outcome callback has not run yet.
+    if (const auto o = job.wait_for(kCancelAnswerWait)) {
+      records_.finish(*o);
+    } else {
+      return {.status = kStatusAccepted,
+              .body = json_text({{"id", id}, {"state", "cancelling"}, {"cause", "caller"}})};
+    }
+  }
   return job_record(id);
 }
 
