@@ -252,15 +252,14 @@ class Runtime {
 
 template <typename JobHandlerT, typename CompletionToken>
 auto Runtime::async_submit(JobSpecRef spec, JobHandlerT&& handler, CompletionToken&& token) {
-  namespace asio = boost::asio;
   using StoredHandler = std::decay_t<JobHandlerT>;
   static_assert(requires(Runtime& rt, JobSpec s, StoredHandler h, OutcomeCallback cb) {
     rt.submit(std::move(s), std::move(h), std::move(cb));
   }, "async_submit takes the handlers submit(spec, handler, on_outcome) takes");
   auto initiation = [this](auto completion, JobSpec job_spec, StoredHandler job_handler) {
     using Completion = decltype(completion);
-    auto slot = asio::get_associated_cancellation_slot(completion);
-    auto executor = asio::get_associated_executor(completion);
+    auto slot = boost::asio::get_associated_cancellation_slot(completion);
+    auto executor = boost::asio::get_associated_executor(completion);
     // Completion handlers may be move-only; an outcome callback must be copyable.
     auto shared = std::make_shared<Completion>(std::move(completion));
     // The slot's handler is in place before the job can complete (the completion clears it,
@@ -270,14 +269,14 @@ auto Runtime::async_submit(JobSpecRef spec, JobHandlerT&& handler, CompletionTok
     std::shared_ptr<detail::PendingCancel> pending;
     if (slot.is_connected()) {
       pending = std::make_shared<detail::PendingCancel>();
-      slot.assign([pending](asio::cancellation_type) { pending->cancel(); });
+      slot.assign([pending](boost::asio::cancellation_type) { pending->cancel(); });
     }
     // this->: clang 14 does not see an unqualified member call in a generic lambda as a use of
     // the captured `this` (-Wunused-lambda-capture).
     JobHandle job = this->submit(
         std::move(job_spec), std::move(job_handler), [shared, executor, slot](const Outcome& outcome) {
           // One copy into the posted function (the runtime keeps its own), then moved on.
-          asio::post(executor, [shared, slot, result = Outcome{outcome}]() mutable {
+          boost::asio::post(executor, [shared, slot, result = Outcome{outcome}]() mutable {
             if (slot.is_connected()) slot.clear();
             std::move (*shared)(std::move(result));
           });
@@ -286,7 +285,7 @@ auto Runtime::async_submit(JobSpecRef spec, JobHandlerT&& handler, CompletionTok
   };
   // Both arguments are owning objects built here, in this ordinary function, before any
   // coroutine of the caller can suspend; the caller's temporaries are not used after this.
-  return asio::async_initiate<CompletionToken, void(Outcome)>(
+  return boost::asio::async_initiate<CompletionToken, void(Outcome)>(
       std::move(initiation), token, spec.to_spec(), StoredHandler(std::forward<JobHandlerT>(handler)));
 }
 
