@@ -159,7 +159,13 @@ struct DaemonMetrics::Families {
                        .Add({})},
         overrunning{gauge_family(registry, "sandglass_workers_overrunning",
                                  "Workers whose job is overrunning its deadline now.")
-                        .Add({})} {
+                        .Add({})},
+        estimate_seconds{gauge_family(
+            registry, "sandglass_estimate_seconds",
+            "Run-time estimate per estimate key: stat mean predicts the work queued ahead, "
+            "stat tail bounds a job's own run.")},
+        estimate_samples{gauge_family(registry, "sandglass_estimate_samples",
+                                      "Runs recorded per estimate key since start.")} {
     Family<Gauge>& depth =
         gauge_family(registry, "sandglass_queue_depth", "Jobs queued now, by priority class.");
     for (std::size_t p = 0; p < kPriorityCount; ++p) {
@@ -199,6 +205,8 @@ struct DaemonMetrics::Families {
   Gauge& draining;
   Gauge& peak_depth;
   Gauge& overrunning;
+  Family<Gauge>& estimate_seconds;
+  Family<Gauge>& estimate_samples;
 
   std::shared_mutex kinds_mu;
   std::map<std::string, std::unique_ptr<Kind>, std::less<>> kinds;  // guarded by kinds_mu
@@ -285,7 +293,8 @@ void DaemonMetrics::http_response(unsigned status) {
       .Increment();
 }
 
-std::string DaemonMetrics::render(const RuntimeStats& stats, std::size_t workers, bool draining) {
+std::string DaemonMetrics::render(const RuntimeStats& stats, std::size_t workers, bool draining,
+                                  const std::vector<EstimateSnapshot>& estimates) {
   Families& f = *families_;
   for (std::size_t p = 0; p < kPriorityCount; ++p) {
     f.queue_depth[p]->Set(static_cast<double>(stats.queued_by_priority[p]));
@@ -295,6 +304,12 @@ std::string DaemonMetrics::render(const RuntimeStats& stats, std::size_t workers
   f.draining.Set(draining ? 1 : 0);
   f.peak_depth.Set(static_cast<double>(stats.peak_queued));
   f.overrunning.Set(static_cast<double>(stats.overrunning));
+  for (const EstimateSnapshot& e : estimates) {
+    const auto seconds = [](Duration d) { return std::chrono::duration<double>(d).count(); };
+    f.estimate_seconds.Add({{"kind", e.kind}, {"key", e.key}, {"stat", "mean"}}).Set(seconds(e.mean));
+    f.estimate_seconds.Add({{"kind", e.kind}, {"key", e.key}, {"stat", "tail"}}).Set(seconds(e.tail));
+    f.estimate_samples.Add({{"kind", e.kind}, {"key", e.key}}).Set(static_cast<double>(e.samples));
+  }
   return prometheus::TextSerializer{}.Serialize(f.registry.Collect());
 }
 

@@ -5,10 +5,13 @@
 //   metrics.job_submitted("sleep", Priority::normal);
 //   metrics.job_finished(outcome, Priority::normal);       // from the outcome callback
 //   metrics.http_response(200);
-//   std::string body = metrics.render(runtime.stats(), workers, draining);   // GET /metrics
+//   std::string body = metrics.render(runtime.stats(), workers, draining,
+//                                     runtime.estimates());                    // GET /metrics
 //
 // Labels come only from bounded sets: kind (the registry's kinds), priority, state, reason,
-// cause, and the HTTP status code. Never a deadline, an id or a key.
+// cause, the HTTP status code, and estimate keys (which the kinds name from the config:
+// "exec:<command>", "sql:<query>", "forward:<upstream>", else the kind). Never a deadline, an
+// id or an idempotency key.
 //
 //   sandglass_jobs_submitted_total{kind,priority}            counter
 //   sandglass_jobs_total{kind,priority,state,reason}         counter, one per terminal outcome;
@@ -28,6 +31,10 @@
 //   sandglass_queue_depth{priority}, sandglass_running_jobs, sandglass_workers,
 //   sandglass_draining, sandglass_queue_peak_depth           gauges, set by `render`
 //   sandglass_http_responses_total{code}                     counter
+//   sandglass_estimate_seconds{kind,key,stat}                gauge, set by `render`: stat "mean"
+//                                                            (predicts work queued ahead) and
+//                                                            "tail" (what a job's run must fit)
+//   sandglass_estimate_samples{kind,key}                     gauge, runs recorded per key
 //
 // Histogram buckets are in seconds, from 100 us to 300 s in steps of x2 to x2.5.
 //
@@ -42,6 +49,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace sandglass::daemon {
 
@@ -69,7 +77,8 @@ class DaemonMetrics {
 
   // The text exposition format. Gauges are set from the arguments first; with concurrent
   // calls, a scrape may show another call's gauge values.
-  std::string render(const RuntimeStats& stats, std::size_t workers, bool draining);
+  std::string render(const RuntimeStats& stats, std::size_t workers, bool draining,
+                     const std::vector<EstimateSnapshot>& estimates = {});
 
  private:
   struct Families;

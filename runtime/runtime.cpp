@@ -47,6 +47,7 @@ void Runtime::stop_admitting() { core_->stop_admitting(); }
 
 RuntimeStats Runtime::stats() const { return core_->stats(); }
 std::vector<Overrun> Runtime::overruns() const { return core_->overruns(); }
+std::vector<EstimateSnapshot> Runtime::estimates() const { return core_->estimates(); }
 
 const RuntimeOptions& Runtime::options() const noexcept { return core_->options(); }
 

@@ -6,6 +6,8 @@
 #include <boost/pool/pool_alloc.hpp>
 
 #include <algorithm>
+#include <cstdio>
+#include <string>
 #include <stdexcept>
 
 #if defined(__linux__)
@@ -33,6 +35,39 @@ Job& job_of(QueueItem* item) { return static_cast<Job&>(*item); }
 Overrun overrun_of(const Job& job, TimePoint now) {
   return {.worker = job.worker, .id = job.id, .kind = job.kind, .deadline = job.deadline,
           .started_at = job.started_at, .past_deadline = -job.deadline.slack(now)};
+}
+
+// "1.17s", "30ms", "250us": three significant digits in the largest unit that is at least 1.
+std::string format_duration(Duration d) {
+  const double ns = static_cast<double>(std::max(d, Duration::zero()).count());
+  char text[32];
+  if (ns >= 1e9) {
+    std::snprintf(text, sizeof text, "%.3gs", ns / 1e9);
+  } else if (ns >= 1e6) {
+    std::snprintf(text, sizeof text, "%.3gms", ns / 1e6);
+  } else {
+    std::snprintf(text, sizeof text, "%.3gus", ns / 1e3);
+  }
+  return text;
+}
+
+// The error of a deadline_implausible rejection: the prediction against the deadline.
+std::string implausible_message(TimePoint start, TimePoint now, Duration estimate,
+                                Deadline deadline, const std::string& key) {
+  const Duration start_in = saturating_sub(start, now);
+  const Duration finish_in = saturating_sub(saturating_add(start, estimate), now);
+  const Duration deadline_in = deadline.slack(now);
+  std::string text = "predicted finish " + format_duration(finish_in) +
+                     " after submission (start in " + format_duration(start_in) + " + estimate " +
+                     format_duration(estimate) + " for " + key + ")";
+  if (finish_in > deadline_in) {
+    text += " > deadline in " + format_duration(deadline_in);
+  } else {
+    // Admission's second rule: it fits, but it would overtake a queued job that then misses.
+    text += " fits the deadline in " + format_duration(deadline_in) +
+            ", but it would make a queued job of its class miss its own";
+  }
+  return text;
 }
 
 }  // namespace
@@ -94,13 +129,21 @@ void RuntimeCore::start() {
 KindState& RuntimeCore::kind_state(const std::string& kind) {
   auto it = kinds_.find(std::string_view{kind});
   if (it == kinds_.end()) {
+    it = kinds_.try_emplace(kind, KindState{}).first;
+  }
+  return it->second;
+}
+
+ServiceTimeEstimator& RuntimeCore::estimator_for(const std::string& key, const std::string& kind) {
+  auto it = estimates_.find(std::string_view{key});
+  if (it == estimates_.end()) {
     const ServiceTimeEstimatorOptions estimator{.quantile = options_.estimate_quantile,
                                                 .window = options_.estimate_window,
                                                 .max_age = options_.estimate_max_age,
                                                 .age_in_runs = options_.estimate_age_in_runs};
-    it = kinds_.try_emplace(kind, KindState{ServiceTimeEstimator{estimator}}).first;
+    it = estimates_.try_emplace(key, EstimateState{kind, ServiceTimeEstimator{estimator}}).first;
   }
-  return it->second;
+  return it->second.estimator;
 }
 
 JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback on_outcome) {
@@ -120,6 +163,7 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
   job->id = next_id_.fetch_add(1, std::memory_order_relaxed);
   job->kind = std::move(spec.kind);
   job->idempotency_key = std::move(spec.idempotency_key);
+  std::string estimate_key = spec.estimate_key.empty() ? job->kind : std::move(spec.estimate_key);
   job->priority = spec.priority;
   job->handler = std::move(handler);
   job->on_outcome = std::move(on_outcome);
@@ -154,16 +198,24 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
 
   Admission admission;
   std::shared_ptr<Job> shed;
+  std::string rejection;  // why, for deadline_implausible
   bool wake_worker = false;
   {
     Lock lock = lock_hot_path();
     KindState& ks = kind_state(job->kind);
     job->kind_state = &ks;
-    ks.estimator.age(now);
-    job->estimate = ks.estimator.tail();
-    job->work = ks.estimator.central();
+    ServiceTimeEstimator& estimator = estimator_for(estimate_key, job->kind);
+    job->estimator = &estimator;
+    estimator.age(now);
+    job->estimate = estimator.tail();
+    job->work = estimator.central();
     job->group = ks.group;
-    admission = queue_.admit(*job, now, load_for(ks, now));
+    const Load load = load_for(ks, now);
+    admission = queue_.admit(*job, now, load);
+    if (admission.reason == Reason::deadline_implausible) {
+      rejection = implausible_message(queue_.predicted_start(*job, now, load), now, job->estimate,
+                                      job->deadline, estimate_key);
+    }
     if (admission.admitted()) {
       job->phase = Job::Phase::queued;
       job->self = job;
@@ -187,7 +239,8 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
   if (wake_worker) work_ready_.notify_one();
   if (shed) finish_unstarted(*shed, State::rejected, Reason::shed, CancelCause::none);
   if (!admission.admitted()) {
-    finish_unstarted(*job, State::rejected, admission.reason, CancelCause::none);
+    finish_unstarted(*job, State::rejected, admission.reason, CancelCause::none,
+                     std::move(rejection));
   } else if (spec.parent.cancelled()) {
     cancel(*job, CancelCause::upstream);  // a no-op if the callback got there first
   }
@@ -309,7 +362,7 @@ void RuntimeCore::record_finished(Job& job, const Outcome& outcome) {
   // Runs cut short by the caller, upstream or shutdown say nothing about the kind.
   if (outcome.state == State::completed || outcome.state == State::failed ||
       outcome.cause == CancelCause::deadline) {
-    ks.estimator.record(outcome.timings.run_time, Clock::now());
+    job.estimator->record(outcome.timings.run_time, Clock::now());
   }
   notify_if_drained();
 }
@@ -469,6 +522,23 @@ std::vector<Overrun> RuntimeCore::overruns() const {
   return out;
 }
 
+std::vector<EstimateSnapshot> RuntimeCore::estimates() const {
+  std::vector<EstimateSnapshot> out;
+  std::lock_guard lock{mu_};
+  out.reserve(estimates_.size());
+  for (const auto& [key, state] : estimates_) {
+    out.push_back({.key = key,
+                   .kind = state.kind,
+                   .mean = state.estimator.central(),
+                   .tail = state.estimator.tail(),
+                   .samples = state.estimator.samples(),
+                   .kept = state.estimator.kept()});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const EstimateSnapshot& a, const EstimateSnapshot& b) { return a.key < b.key; });
+  return out;
+}
+
 RuntimeStats RuntimeCore::stats() const {
   RuntimeStats s;
   s.submitted = submitted_.load(std::memory_order_relaxed);
@@ -547,7 +617,8 @@ void RuntimeCore::notify_if_drained() {
   if (closing_ && queue_.empty() && running_.empty()) drained_.notify_all();
 }
 
-void RuntimeCore::finish_unstarted(Job& job, State state, Reason reason, CancelCause cause) {
+void RuntimeCore::finish_unstarted(Job& job, State state, Reason reason, CancelCause cause,
+                                   std::string error) {
   const TimePoint now = Clock::now();
   Outcome o;
   o.id = job.id;
@@ -558,6 +629,7 @@ void RuntimeCore::finish_unstarted(Job& job, State state, Reason reason, CancelC
   o.timings.budget = job.budget;
   o.timings.queue_wait = now - job.enqueued_at;
   o.timings.remaining_at_end = job.deadline.slack(now);
+  o.error = std::move(error);
   publish(job, std::move(o));
 }
 

@@ -38,9 +38,8 @@
 
 namespace sandglass::detail {
 
-// What the runtime knows about one kind of job.
+// What the runtime knows about one kind of job (its run times: see EstimateState).
 struct KindState {
-  ServiceTimeEstimator estimator;
   std::uint32_t group = 0;  // bulkhead group, zero when the kind is unlimited
   std::size_t limit = 0;    // most running at once (when group != 0)
   std::size_t running = 0;
@@ -69,6 +68,7 @@ class RuntimeCore final : public JobSource {
   void stop_admitting();
   RuntimeStats stats() const;
   std::vector<Overrun> overruns() const;
+  std::vector<EstimateSnapshot> estimates() const;
   const RuntimeOptions& options() const noexcept { return options_; }
 
   std::shared_ptr<Job> next_job(std::size_t worker, std::shared_ptr<Job> finished,
@@ -114,6 +114,8 @@ class RuntimeCore final : public JobSource {
   // The bookkeeping when a handler returned: running set, bulkhead, estimate; requires mu_.
   void record_finished(Job& job, const Outcome& outcome);
   KindState& kind_state(const std::string& kind);  // requires mu_
+  // The estimator of `key` (a job's estimate key, or its kind), made on first use; requires mu_.
+  ServiceTimeEstimator& estimator_for(const std::string& key, const std::string& kind);
   // What running work means for a newcomer of `ks` at `now`: zero when a worker (and a slot of
   // its group) is idle, else the running jobs' expected rest ÷ workers (÷ the group's limit for
   // the group's own jobs). Requires mu_. O(workers).
@@ -135,7 +137,8 @@ class RuntimeCore final : public JobSource {
   void wake_timer_for(Deadline deadline);  // requires mu_
   void notify_if_drained();                // requires mu_
   // Publishes an outcome for a job that never ran. Must not hold mu_.
-  void finish_unstarted(Job& job, State state, Reason reason, CancelCause cause);
+  void finish_unstarted(Job& job, State state, Reason reason, CancelCause cause,
+                        std::string error = {});
   void publish(Job& job, Outcome&& outcome);
 
   const RuntimeOptions options_;
@@ -154,6 +157,12 @@ class RuntimeCore final : public JobSource {
   };
   std::vector<WorkerSlot> busy_;                      // by worker index; guarded by mu_
   std::unordered_map<std::string, KindState, StringHash, std::equal_to<>> kinds_;  // guarded
+  // Run-time estimates per estimate key (JobSpec::estimate_key, else the kind): guarded by mu_.
+  struct EstimateState {
+    std::string kind;  // the kind of the job that made it
+    ServiceTimeEstimator estimator;
+  };
+  std::unordered_map<std::string, EstimateState, StringHash, std::equal_to<>> estimates_;
   std::vector<KindState*> groups_;                    // by group - 1; guarded by mu_
   std::function<bool(std::uint32_t)> can_start_;      // reads groups_; called under mu_
   std::size_t idle_workers_ = 0;                      // waiting on work_ready_; guarded

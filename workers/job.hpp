@@ -26,6 +26,10 @@
 #include <optional>
 #include <string>
 
+namespace sandglass {
+class ServiceTimeEstimator;
+}
+
 namespace sandglass::detail {
 
 class RuntimeCore;
@@ -47,6 +51,7 @@ struct Job : QueueItem {
   RuntimeCore* core = nullptr;  // outlives every unfinished job (the runtime's destructor
                                 // waits for all outcomes); touched only while unfinished
   KindState* kind_state = nullptr;     // guarded by the runtime
+  ServiceTimeEstimator* estimator = nullptr;  // guarded by the runtime: its estimate key's
   Phase phase = Phase::pending;        // guarded by the runtime
   bool deadline_signalled = false;     // guarded by the runtime: the timer cancelled it
   bool overrun_reported = false;       // guarded by the runtime: on_overrun was told of it

@@ -24,6 +24,8 @@ namespace {
 
 constexpr std::string_view kJobsPath = "/v1/jobs";
 constexpr std::string_view kJobPathPrefix = "/v1/jobs/";
+// How long a DELETE waits for the cancelled job to end before it answers 202 "cancelling".
+constexpr Duration kCancelAnswerWait = std::chrono::milliseconds{100};
 
 std::string json_text(const boost::json::object& o) { return boost::json::serialize(o); }
 
@@ -76,7 +78,7 @@ HttpResponse error_response(unsigned status, std::string_view message, std::stri
 }
 
 HttpResponse outcome_response(const Outcome& outcome, const Arrival& arrival) {
-  const HttpStatus s = http_status_of(outcome);
+  const HttpStatus s = http_status_of(outcome, arrival.cancelled_by_request);
   HttpResponse r{.status = s.code,
                  .body = record_json(outcome.id, outcome.kind, &outcome, {}, {}, arrival)};
   if (s.retry_after) r.headers.emplace_back("Retry-After", "1");
@@ -194,8 +196,10 @@ Api::ClientGone Api::submit(const HttpRequest& request, TimePoint arrived_at, Re
     return {};
   }
   JobHandler handler;
+  std::string estimate_key;
   try {
     handler = kind->prepare(req.args);  // in cluster mode only to check the args here
+    if (kind->estimate_key) estimate_key = kind->estimate_key(req.args);
   } catch (const ArgsError& e) {
     respond(error_response(kStatusBadRequest, e.what(), e.field()));
     return {};
@@ -213,7 +217,8 @@ Api::ClientGone Api::submit(const HttpRequest& request, TimePoint arrived_at, Re
     const Duration budget = policy.grant(req.budget).budget;
     JobSpec spec{.kind = req.kind, .priority = req.priority,
                  .deadline = Deadline::after(budget - std::min(budget, policy.reserve), arrived_at),
-                 .idempotency_key = req.idempotency_key};
+                 .idempotency_key = req.idempotency_key,
+                 .estimate_key = std::move(estimate_key)};
     metrics_.job_submitted(spec.kind, spec.priority);
     auto on_outcome = [this, priority = spec.priority](const Outcome& o) {
       // Only what the daemon decided: never args, results or error texts, which carry content.
@@ -277,13 +282,25 @@ HttpResponse Api::job_record(std::uint64_t id) {
 }
 
 HttpResponse Api::cancel_job(std::uint64_t id) {
-  records_.cancel(id);
+  const JobHandle job = records_.cancel(id);
+  if (job) {
+    // Blocks this I/O thread at most kCancelAnswerWait: a queued job ended on this thread
+    // already, a running one ends at its next checkpoint. finish() is idempotent: the record
+    // is final even if the job's outcome callback has not run yet.
+    if (const auto o = job.wait_for(kCancelAnswerWait)) {
+      records_.finish(*o);
+    } else {
+      return {.status = kStatusAccepted,
+              .body = json_text({{"id", id}, {"state", "cancelling"}, {"cause", "caller"}})};
+    }
+  }
   return job_record(id);
 }
 
 HttpResponse Api::metrics() {
   std::string body = metrics_.render(runtime_.stats(), runtime_.options().workers,
-                                     draining_.load(std::memory_order_relaxed));
+                                     draining_.load(std::memory_order_relaxed),
+                                     runtime_.estimates());
   for (const std::string& name : kinds_.names()) {
     if (const JobKind* kind = kinds_.find(name); kind->metrics) body += kind->metrics();
   }

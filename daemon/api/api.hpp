@@ -17,6 +17,11 @@
 // record, no job metrics). A budget too small on its face (below reserve + min_useful) is
 // rejected by admission as before, with a record.
 //
+// DELETE /v1/jobs/{id} cancels a live job (cause caller) and answers 200 with its final record
+// once it has ended, waiting up to 100 ms on the I/O thread for that (a queued job ends at once,
+// a running one at its next checkpoint); else 202 {"id", "state": "cancelling"}. A submitter
+// still waiting for that job is answered 409 (see http_status.hpp), not 499.
+//
 // Thread safety: `handle` may be called concurrently from any number of I/O threads.
 #pragma once
 

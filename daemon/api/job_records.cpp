@@ -221,15 +221,17 @@ std::optional<std::string> JobRecords::find_json(JobId id) {
                      e.interest);
 }
 
-void JobRecords::cancel(JobId id) {
+JobHandle JobRecords::cancel(JobId id) {
   JobHandle to_cancel;
   {
     std::lock_guard lock{mu_};
     const auto it = entries_.find(id);
-    if (it == entries_.end()) return;
+    if (it == entries_.end()) return {};
+    if (!it->second.outcome) it->second.arrival.cancelled_by_request = true;
     cancel_locked(it->second, to_cancel);
   }
   to_cancel.cancel();  // outside the lock: a queued job's outcome is recorded on this thread
+  return to_cancel;
 }
 
 std::optional<Outcome> JobRecords::outcome(JobId id) const {

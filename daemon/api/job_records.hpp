@@ -48,6 +48,9 @@ namespace sandglass::daemon {
 struct Arrival {
   Duration intake{};               // from the request's first byte until the job was submitted
   std::optional<Duration> budget;  // the request's budget; empty: the runtime's granted budget
+  // Set for waiters when a DELETE cancelled the job (not its own client going away): their
+  // answer is 409, not 499 (see http_status.hpp).
+  bool cancelled_by_request = false;
 };
 
 std::string record_json(JobId id, const std::string& kind, const Outcome* outcome,
@@ -92,9 +95,10 @@ class JobRecords {
   // The record's JSON, or nullopt when the id is unknown or forgotten. The entry is copied out
   // under the lock and rendered outside it: a large result does not hold up other requests.
   std::optional<std::string> find_json(JobId id);
-  // Cancels a live job with cause caller (a no-op for a terminal or unknown one). Until its
-  // outcome arrives, its record says "cause": "caller".
-  void cancel(JobId id);
+  // Cancels a live job with cause caller, for a DELETE (a no-op for a terminal or unknown one).
+  // Until its outcome arrives, its record says "cause": "caller". Returns the job's handle
+  // while it is live (empty for an unknown or ended one), to wait for its end.
+  JobHandle cancel(JobId id);
 
   std::size_t size() const;
 
@@ -124,7 +128,7 @@ class JobRecords {
     std::vector<Waiter> waiters;
     std::size_t interest = 0;  // waiters still connected
     std::string key;           // its idempotency key, if any
-    Arrival arrival;
+    Arrival arrival;           // arrival.cancelled_by_request: a DELETE cancelled it
   };
   struct KeyBinding {
     JobId id;

@@ -64,4 +64,12 @@ HttpStatus http_status_of(const Outcome& outcome) noexcept {
   return http_status_of(outcome.reason, outcome.cause);
 }
 
+HttpStatus http_status_of(const Outcome& outcome, bool cancelled_by_request) noexcept {
+  if (cancelled_by_request && state_of(outcome.reason) == State::cancelled &&
+      outcome.cause == CancelCause::caller) {
+    return {kStatusConflict};
+  }
+  return http_status_of(outcome);
+}
+
 }  // namespace sandglass::daemon

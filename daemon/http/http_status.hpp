@@ -12,7 +12,11 @@
 //            before the daemon had read it)                     504
 //   expired (expired_in_queue, too_late_to_start)               504
 //   cancelled, cause deadline or upstream                       504
-//   cancelled, cause caller                                     499 (client closed request)
+//   cancelled, cause caller                                     499 (client closed request:
+//                                                               its own client went away)
+//     ... by a DELETE /v1/jobs/{id}, answered to a submitter
+//         still waiting for it (cancelled_by_request)           409 (Conflict: another request
+//                                                               cancelled it; body cause caller)
 //   cancelled, cause shutdown                                   503 + Retry-After
 //
 // Thread safety: pure functions.
@@ -28,6 +32,9 @@ struct HttpStatus {
 };
 
 HttpStatus http_status_of(const Outcome& outcome) noexcept;
+// The same for a submitter's answer: `cancelled_by_request` when a DELETE cancelled the job
+// (a cancelled outcome with cause caller is then 409, not 499).
+HttpStatus http_status_of(const Outcome& outcome, bool cancelled_by_request) noexcept;
 // The same for an outcome with `reason` and `cause` (the cause matters for cancellations only).
 HttpStatus http_status_of(Reason reason, CancelCause cause = CancelCause::none) noexcept;
 

@@ -3,8 +3,8 @@
 //
 //   sandglass::AsioCancellation bridge{ctx.token(), socket.get_executor()};
 //   socket.async_read_some(buffer,
-//       asio::bind_cancellation_slot(bridge.slot(), [](error_code ec, std::size_t) {
-//         // ec == asio::error::operation_aborted once the token is cancelled
+//       boost::asio::bind_cancellation_slot(bridge.slot(), [](error_code ec, std::size_t) {
+//         // ec == boost::asio::error::operation_aborted once the token is cancelled
 //       }));
 //
 // Asio's per-operation cancellation signals are not thread-safe, while tokens are cancelled on
@@ -13,7 +13,7 @@
 // remembered: `cancelled()` tells, and the next operation should not be started.
 //
 // The bridge must outlive the operations bound to its slot (as with any
-// `asio::cancellation_signal`); bind at most one operation at a time. The executor's context
+// `boost::asio::cancellation_signal`); bind at most one operation at a time. The executor's context
 // must outlive every thread that may still cancel the token (it posts there).
 //
 // Thread safety: the bridge belongs to its executor's context: construct, use and destroy it
@@ -51,7 +51,7 @@ class AsioCancellation {
   // Deregisters from the token; blocks while its callback runs on another thread.
   ~AsioCancellation() = default;
 
-  // The slot to bind to one operation with `asio::bind_cancellation_slot`.
+  // The slot to bind to one operation with `boost::asio::bind_cancellation_slot`.
   boost::asio::cancellation_slot slot() noexcept { return state_->signal.slot(); }
   // True once the cancellation has been emitted on this bridge's executor.
   bool cancelled() const noexcept { return state_->fired; }

@@ -72,7 +72,8 @@ struct Outcome {
   bool committed = false;
   Timings timings;
   std::string result;  // what the handler passed to JobContext::set_result (in any state)
-  std::string error;   // what a failed or cancelled handler threw, if anything
+  std::string error;   // what a failed or cancelled handler threw, if anything; for
+                       // deadline_implausible, the prediction against the deadline
 
   // True if the job's handler ran at least until its first instruction.
   bool started() const noexcept {

@@ -60,6 +60,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -76,12 +77,13 @@ struct RuntimeOptions {
   BudgetPolicy budget{};
   // Bulkheads: at most this many jobs of a kind run at once; kinds not named are unlimited.
   std::map<std::string, std::size_t, std::less<>> kind_limits{};
-  // Drop a queued job at dequeue when less time is left than its kind's estimate.
+  // Drop a queued job at dequeue when less time is left than its estimate key's tail estimate.
   bool drop_if_cannot_finish = true;
-  // Per-kind run-time estimates (see service_time_estimator.hpp): the mean of recent runs
+  // Run-time estimates per estimate key (JobSpec::estimate_key, by default the kind; see
+  // service_time_estimator.hpp): the mean of recent runs
   // predicts the work queued ahead of a job; this quantile bounds the job's own run.
   double estimate_quantile = 0.99;
-  std::size_t estimate_window = 128;  // most samples kept per kind
+  std::size_t estimate_window = 128;  // most samples kept per estimate key
   // A sample ages out after the longer of `estimate_max_age` and `estimate_age_in_runs` × the
   // kind's typical run time, so a stall cannot lock admission out for long.
   Duration estimate_max_age = std::chrono::milliseconds{20};
@@ -111,6 +113,17 @@ struct RuntimeStats {
   std::uint64_t count(Reason reason) const noexcept {
     return outcomes[static_cast<std::size_t>(reason)];
   }
+};
+
+// One estimate key's run-time estimate (see RuntimeOptions and service_time_estimator.hpp), as
+// of its key's last submission or run.
+struct EstimateSnapshot {
+  std::string key;      // JobSpec::estimate_key, or the kind when that was empty
+  std::string kind;     // the kind of the job that first used the key
+  Duration mean{};      // predicts the work a job of this key puts ahead of later ones
+  Duration tail{};      // the `estimate_quantile` of recent runs: what a job's own run must fit
+  std::uint64_t samples = 0;  // runs recorded since start
+  std::size_t kept = 0;       // of those, still in the window (not aged out)
 };
 
 // Where a job stands, for reporting while it has no outcome yet.
@@ -190,14 +203,26 @@ class Runtime {
   JobHandle submit(JobSpec spec, Handler handler, OutcomeCallback on_outcome);
 
   // The Asio form: completes with `void(Outcome)` on the completion handler's associated
-  // executor. Works with callbacks, `asio::use_future` and `asio::use_awaitable`. If the
-  // completion handler has a connected cancellation slot, a cancellation emitted on it cancels
-  // the job with cause `caller`. With GCC 12 and coroutines, pass a named `JobSpec`, not a
-  // braced temporary: GCC 12 mis-copies such temporaries inside a `co_await` expression.
-  // The completion's executor (its io_context) must outlive the Runtime: the worker that posts
-  // the completion may still be inside `post` when the completion has already run.
-  template <typename CompletionToken>
-  auto async_submit(JobSpec spec, Handler handler, CompletionToken&& token);
+  // executor. Works with callbacks, `boost::asio::use_future` and `boost::asio::use_awaitable`:
+  //
+  //   Outcome o = co_await rt.async_submit({.kind = "x", .priority = Priority::high,
+  //                                         .budget = 200ms},
+  //                                        handler, boost::asio::use_awaitable);
+  //
+  // `spec` is a JobSpecRef (a named JobSpec converts to one): a braced spec inside `co_await` is
+  // safe with GCC 12, which mis-copies an aggregate temporary there (see JobSpecRef). The spec
+  // and `handler` are copied or moved into the job before this returns. `handler` is anything
+  // `submit` takes (a copyable or move-only callable). GCC 12 mis-copies a lambda with
+  // non-trivially copyable captures (a std::string, a std::unique_ptr) written inside the
+  // co_await expression in the same way, which no signature can prevent: with GCC 12, name such
+  // a lambda first and pass it with std::move. Lambdas capturing by reference are fine.
+  //
+  // If the completion handler has a connected cancellation slot, a cancellation emitted on it
+  // cancels the job with cause `caller`. The completion's executor (its io_context) must
+  // outlive the Runtime: the worker that posts the completion may still be inside `post` when
+  // the completion has already run.
+  template <typename JobHandlerT, typename CompletionToken>
+  auto async_submit(JobSpecRef spec, JobHandlerT&& handler, CompletionToken&& token);
 
   // Stops admitting, drains until `drain_deadline`, then cancels what is left (cause
   // `shutdown`) and joins all threads. Blocks until every job has its outcome. Idempotent;
@@ -215,19 +240,26 @@ class Runtime {
   // The running jobs that are overrunning now (see overrun.hpp), earliest deadline first. Takes
   // the runtime's lock for a walk over those jobs only.
   std::vector<Overrun> overruns() const;
+  // Every estimate key's estimate, ordered by key. Takes the runtime's lock for a walk over the
+  // keys. The runtime keeps one estimator per distinct key it has seen: keep keys bounded (the
+  // daemon's come from its config).
+  std::vector<EstimateSnapshot> estimates() const;
   const RuntimeOptions& options() const noexcept;
 
  private:
   std::unique_ptr<detail::RuntimeCore> core_;
 };
 
-template <typename CompletionToken>
-auto Runtime::async_submit(JobSpec spec, Handler handler, CompletionToken&& token) {
-  namespace asio = boost::asio;
-  auto initiation = [this](auto completion, JobSpec job_spec, Handler job_handler) {
+template <typename JobHandlerT, typename CompletionToken>
+auto Runtime::async_submit(JobSpecRef spec, JobHandlerT&& handler, CompletionToken&& token) {
+  using StoredHandler = std::decay_t<JobHandlerT>;
+  static_assert(requires(Runtime& rt, JobSpec s, StoredHandler h, OutcomeCallback cb) {
+    rt.submit(std::move(s), std::move(h), std::move(cb));
+  }, "async_submit takes the handlers submit(spec, handler, on_outcome) takes");
+  auto initiation = [this](auto completion, JobSpec job_spec, StoredHandler job_handler) {
     using Completion = decltype(completion);
-    auto slot = asio::get_associated_cancellation_slot(completion);
-    auto executor = asio::get_associated_executor(completion);
+    auto slot = boost::asio::get_associated_cancellation_slot(completion);
+    auto executor = boost::asio::get_associated_executor(completion);
     // Completion handlers may be move-only; an outcome callback must be copyable.
     auto shared = std::make_shared<Completion>(std::move(completion));
     // The slot's handler is in place before the job can complete (the completion clears it,
@@ -237,22 +269,24 @@ auto Runtime::async_submit(JobSpec spec, Handler handler, CompletionToken&& toke
     std::shared_ptr<detail::PendingCancel> pending;
     if (slot.is_connected()) {
       pending = std::make_shared<detail::PendingCancel>();
-      slot.assign([pending](asio::cancellation_type) { pending->cancel(); });
+      slot.assign([pending](boost::asio::cancellation_type) { pending->cancel(); });
     }
     // this->: clang 14 does not see an unqualified member call in a generic lambda as a use of
     // the captured `this` (-Wunused-lambda-capture).
     JobHandle job = this->submit(
         std::move(job_spec), std::move(job_handler), [shared, executor, slot](const Outcome& outcome) {
           // One copy into the posted function (the runtime keeps its own), then moved on.
-          asio::post(executor, [shared, slot, result = Outcome{outcome}]() mutable {
+          boost::asio::post(executor, [shared, slot, result = Outcome{outcome}]() mutable {
             if (slot.is_connected()) slot.clear();
             std::move (*shared)(std::move(result));
           });
         });
     if (pending) pending->attach(job);
   };
-  return asio::async_initiate<CompletionToken, void(Outcome)>(
-      std::move(initiation), token, std::move(spec), std::move(handler));
+  // Both arguments are owning objects built here, in this ordinary function, before any
+  // coroutine of the caller can suspend; the caller's temporaries are not used after this.
+  return boost::asio::async_initiate<CompletionToken, void(Outcome)>(
+      std::move(initiation), token, spec.to_spec(), StoredHandler(std::forward<JobHandlerT>(handler)));
 }
 
 }  // namespace sandglass

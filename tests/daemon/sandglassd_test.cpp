@@ -5,6 +5,7 @@
 
 #include <signal.h>
 
+#include <filesystem>
 #include <string>
 #include <thread>
 
@@ -173,16 +174,50 @@ TEST_SUITE("sandglassd jobs") {
     CHECK(r.at("reason").as_string() == "cancelled_while_running");
   }
 
-  TEST_CASE("a waiting client whose job is cancelled by DELETE is answered 499" * doctest::timeout(60)) {
+  // Issue 17, finding 4: the DELETE answered 200 with "state":"running", and the submitter,
+  // still connected, got 499 (the code for a client that went away).
+  TEST_CASE("a DELETE answers the final record, and the waiting submitter gets 409, not 499" *
+            doctest::timeout(60)) {
     DaemonProcess d;
     Connection c{d.port()};
     c.send(request_bytes("POST", "/v1/jobs", R"({"kind":"sleep","args":{"ms":20000}})"));
     REQUIRE(eventually([&] { return state_of(d.port(), 1) == "running"; }));
-    CHECK(http(d.port(), "DELETE", "/v1/jobs/1").status == 200);
+    const HttpAnswer del = http(d.port(), "DELETE", "/v1/jobs/1");
+    CHECK(del.status == 200);
+    const object record = json_of(del);
+    CHECK(record.at("state").as_string() == "cancelled");
+    CHECK(record.at("reason").as_string() == "cancelled_while_running");
+    CHECK(record.at("cause").as_string() == "caller");
     const auto a = c.read_answer();
     REQUIRE(a.has_value());
-    CHECK(a->status == 499);
+    CHECK(a->status == 409);
+    CHECK(json_of(*a).at("state").as_string() == "cancelled");
     CHECK(json_of(*a).at("cause").as_string() == "caller");
+  }
+
+  TEST_CASE("a DELETE of a job that does not end within 100 ms answers 202 cancelling" *
+            doctest::timeout(60)) {
+    // The command ignores SIGTERM: it ends only when the kill grace (2 s) ends in SIGKILL. It
+    // touches `ready` once its trap is set, so the DELETE does not race the trap.
+    const std::string ready = write_temp_file("stubborn.ready", "") + ".set";
+    const std::string config = write_temp_file(
+        "stubborn.toml",
+        "[commands.stubborn]\nargv = [\"/bin/sh\", \"-c\", \"trap '' TERM; touch " + ready +
+            "; while true; do sleep 0.05; done\"]\nenv = { PATH = \"/usr/bin:/bin\" }\n"
+            "kill_grace_ms = 2000\n");
+    DaemonProcess d{{"--config", config}};
+    const HttpAnswer sub = http(d.port(), "POST", "/v1/jobs?wait=false",
+                                R"({"kind":"exec","args":{"command":"stubborn"}})");
+    REQUIRE(sub.status == 202);
+    const auto id = json_of(sub).at("id").to_number<std::uint64_t>();
+    const std::string path = "/v1/jobs/" + std::to_string(id);
+    REQUIRE(eventually([&] { return std::filesystem::exists(ready); }));
+    const HttpAnswer del = http(d.port(), "DELETE", path);
+    CHECK(del.status == 202);
+    CHECK(json_of(del).at("state").as_string() == "cancelling");
+    CHECK(json_of(del).at("id").to_number<std::uint64_t>() == id);
+    REQUIRE(eventually([&] { return state_of(d.port(), id) == "cancelled"; }));
+    CHECK(json_of(http(d.port(), "GET", path)).at("cause").as_string() == "caller");
   }
 
   TEST_CASE("terminal records are forgotten after their retention and then answered 404" *

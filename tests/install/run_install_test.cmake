@@ -1,7 +1,8 @@
 # Installs the build in BUILD_DIR to a temporary prefix, checks what went where, and builds two
 # separate CMake projects against it, as an embedder would:
-#   consumer/         examples/embedding.cpp, linking sandglass::sandglass; run, it exits 0 only
-#                     if it behaved as its comments say;
+#   consumer/         examples/embedding.cpp and examples/coroutine_service.cpp, linking
+#                     sandglass::sandglass; run, each exits 0 only if it behaved as its comments
+#                     say;
 #   daemon_consumer/  examples/custom_daemon.cpp, linking sandglass::daemon; run on a free port
 #                     by run_custom_daemon.sh, which sends it a job of its own kind.
 # Inputs: SOURCE_DIR, BUILD_DIR, WORK_DIR, GENERATOR, LAUNCHER (a compiler launcher or empty).
@@ -51,12 +52,21 @@ endif()
 # The Runtime, embedded.
 run("configure consumer" ${CMAKE_COMMAND} -S "${SOURCE_DIR}/tests/install/consumer"
     -B "${WORK_DIR}/build" -G "${GENERATOR}" -DCMAKE_PREFIX_PATH=${prefix} ${launcher}
-    -DEXAMPLE=${SOURCE_DIR}/examples/embedding.cpp)
+    -DEXAMPLE=${SOURCE_DIR}/examples/embedding.cpp
+    -DCOROUTINE_EXAMPLE=${SOURCE_DIR}/examples/coroutine_service.cpp)
 run("build consumer" ${CMAKE_COMMAND} --build "${WORK_DIR}/build")
 run("run example" "${WORK_DIR}/build/embedding")
 if(NOT last_output MATCHES "state=cancelled reason=cancelled_while_running cause=deadline")
   message(FATAL_ERROR "unexpected output: ${last_output}")
 endif()
+run("run coroutine example" "${WORK_DIR}/build/coroutine_service")
+foreach(line "resize  state=completed reason=ok" "export  state=failed reason=deadline_exceeded_before_dispatch"
+             "ping    state=rejected reason=budget_too_small" "crunch  state=cancelled reason=cancelled_")
+  string(FIND "${last_output}" "${line}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "the coroutine example did not print \"${line}\": ${last_output}")
+  endif()
+endforeach()
 
 # A daemon of one's own: the built-in kinds plus one more.
 run("configure daemon consumer" ${CMAKE_COMMAND} -S "${SOURCE_DIR}/tests/install/daemon_consumer"

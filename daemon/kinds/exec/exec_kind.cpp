@@ -154,7 +154,15 @@ JobKind make_exec_kind(std::map<std::string, CommandConfig, std::less<>> command
       }
       ctx.set_result(result_json(name, report));
     };
-  }};
+  },
+          // One estimate per configured command: a slow command must not make a fast one look
+          // implausible. The name is the config's, so the keys are bounded by it.
+          .estimate_key = [shared](const boost::json::object& args) -> std::string {
+            const boost::json::value* v = args.if_contains("command");
+            if (v == nullptr || !v->is_string()) return {};
+            const auto it = shared->find(std::string_view{v->get_string()});
+            return it == shared->end() ? std::string{} : "exec:" + it->first;
+          }};
 }
 
 }  // namespace sandglass::daemon

@@ -159,7 +159,14 @@ JobKind make_forward_kind(const DaemonConfig& config) {
       run_forward(*up, text, ctx);
     };
   },
-          .metrics = [upstreams, metrics] { return metrics->render(); }};
+          .metrics = [upstreams, metrics] { return metrics->render(); },
+          // One estimate per configured upstream (names from the config: bounded).
+          .estimate_key = [upstreams](const boost::json::object& args) -> std::string {
+            const boost::json::value* v = args.if_contains("upstream");
+            if (v == nullptr || !v->is_string()) return {};
+            const auto it = upstreams->find(std::string_view{v->get_string()});
+            return it == upstreams->end() ? std::string{} : "forward:" + it->first;
+          }};
 }
 
 }  // namespace sandglass::daemon

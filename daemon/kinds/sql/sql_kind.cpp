@@ -285,7 +285,14 @@ JobKind make_sql_kind(const DaemonConfig& config) {
               SqlJob{*query, ctx}.run(params);
             };
           },
-          .metrics = [kind] { return kind->metrics.render(); }};
+          .metrics = [kind] { return kind->metrics.render(); },
+          // One estimate per configured query (names from the config: bounded).
+          .estimate_key = [kind](const boost::json::object& args) -> std::string {
+            const boost::json::value* v = args.if_contains("query");
+            if (v == nullptr || !v->is_string()) return {};
+            const auto it = kind->queries.find(std::string_view{v->get_string()});
+            return it == kind->queries.end() ? std::string{} : "sql:" + it->first;
+          }};
 }
 
 }  // namespace sandglass::daemon

@@ -50,6 +50,11 @@ struct JobKind {
   // Optional: the kind's own series in the Prometheus text format, appended to GET /metrics
   // (e.g. the forward kind's per-upstream attempts and breaker states). Any thread.
   std::function<std::string()> metrics;
+  // Optional: the estimate key of a job with these (valid) `args`, e.g. "exec:<command>", so
+  // that each variant of the kind has its own run-time estimate (JobSpec::estimate_key).
+  // Empty, or no function: the kind. Keys must come from the config, never from the request's
+  // free text, so that their number stays bounded. Called on an I/O thread after `prepare`.
+  std::function<std::string(const boost::json::object& args)> estimate_key;
 };
 
 class KindRegistry {

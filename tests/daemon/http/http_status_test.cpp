@@ -88,4 +88,20 @@ TEST_SUITE("http status table") {
             expected);
     }
   }
+
+  TEST_CASE("a submitter whose job a DELETE cancelled gets 409; its own disconnect stays 499") {
+    const Outcome running = outcome(State::cancelled, Reason::cancelled_while_running, CancelCause::caller);
+    const Outcome queued = outcome(State::cancelled, Reason::cancelled_in_queue, CancelCause::caller);
+    CHECK(http_status_of(running, true).code == 409);
+    CHECK(http_status_of(queued, true).code == 409);
+    CHECK(http_status_of(running, false).code == 499);
+    CHECK_FALSE(http_status_of(running, true).retry_after);
+    // Other outcomes do not change with it: a deadline, shutdown, a completion.
+    CHECK(http_status_of(outcome(State::cancelled, Reason::cancelled_while_running,
+                                 CancelCause::deadline), true).code == 504);
+    CHECK(http_status_of(outcome(State::cancelled, Reason::cancelled_while_running,
+                                 CancelCause::shutdown), true).code == 503);
+    CHECK(http_status_of(outcome(State::completed, Reason::completed_after_cancel,
+                                 CancelCause::caller), true).code == 200);
+  }
 }
