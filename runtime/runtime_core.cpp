@@ -3,7 +3,6 @@
 #include "workers/callback_scope.hpp"
 
 #include <boost/asio/post.hpp>
-#include <boost/pool/pool_alloc.hpp>
 
 #include <algorithm>
 #include <stdexcept>
@@ -114,9 +113,9 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
   }
   submitted_.fetch_add(1, std::memory_order_relaxed);
 
-  // Jobs are made on the submitting thread and freed on a worker: a pool spares malloc that
-  // cross-thread pattern.
-  auto job = std::allocate_shared<Job>(boost::fast_pool_allocator<Job>{});
+  // The system allocator: its per-thread caches take no global lock (a pool allocator with one
+  // mutex serialised every submitter and worker on it).
+  auto job = std::make_shared<Job>();
   job->id = next_id_.fetch_add(1, std::memory_order_relaxed);
   job->kind = std::move(spec.kind);
   job->idempotency_key = std::move(spec.idempotency_key);
@@ -233,10 +232,13 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<J
   thread_local std::vector<DroppedItem> dropped;
   std::vector<DroppedJob> dropped_jobs;
   bool spun = false;
+  // One clock read per transition: the end of the run just finished is the `now` of this pop.
+  TimePoint now = finished ? saturating_add(finished->started_at, outcome.timings.run_time)
+                           : Clock::now();
   Lock lock = lock_hot_path();
-  if (finished) record_finished(*finished, outcome);
-  for (;;) {
-    const TimePoint now = Clock::now();
+  if (finished) record_finished(*finished, outcome, now);
+  for (bool first = true;; first = false) {
+    if (!first) now = Clock::now();
     QueueItem* item = queue_.pop(now, dropped, can_start_);
     take_dropped(dropped, dropped_jobs);
     std::shared_ptr<Job> started = item != nullptr ? start(job_of(item), now, worker) : nullptr;
@@ -257,9 +259,11 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<J
       continue;
     }
     if (stop_workers_) return nullptr;
-    if (!spun && !spinning_) {
+    if (!spun && !spinning_ && cores_ > running_count_ + 2) {
       // One idle worker at a time spins briefly before it sleeps: at high rates the next job
-      // arrives within microseconds, and a futex sleep plus wake-up costs more than that.
+      // arrives within microseconds, and a futex sleep plus wake-up costs more than that. Only
+      // while a core is free for it (beside the running handlers and a submitter): on a busy
+      // machine the spin would take the CPU from the very thread that would end it.
       spun = true;
       spinning_ = true;
       const std::uint64_t seen = admitted_.load(std::memory_order_relaxed);
@@ -286,6 +290,7 @@ std::shared_ptr<Job> RuntimeCore::start(Job& job, TimePoint now, std::size_t wor
   job.started_.store(true, std::memory_order_release);  // pairs with JobHandle::progress
   job.make_cancel_state();
   ++job.kind_state->running;
+  ++running_count_;
   running_.insert(job);
   // The tail estimate, less what has run: for a kind of fixed length that is what is left; for
   // a memoryless one (exponential run times) it stays near the mean on average.
@@ -296,8 +301,9 @@ std::shared_ptr<Job> RuntimeCore::start(Job& job, TimePoint now, std::size_t wor
   return job.self;
 }
 
-void RuntimeCore::record_finished(Job& job, const Outcome& outcome) {
+void RuntimeCore::record_finished(Job& job, const Outcome& outcome, TimePoint now) {
   running_.erase(running_.iterator_to(job));
+  --running_count_;
   job.phase = Job::Phase::finished;
   job.self.reset();  // the worker still holds its own reference
   KindState& ks = *job.kind_state;
@@ -309,7 +315,7 @@ void RuntimeCore::record_finished(Job& job, const Outcome& outcome) {
   // Runs cut short by the caller, upstream or shutdown say nothing about the kind.
   if (outcome.state == State::completed || outcome.state == State::failed ||
       outcome.cause == CancelCause::deadline) {
-    ks.estimator.record(outcome.timings.run_time, Clock::now());
+    ks.estimator.record(outcome.timings.run_time, now);
   }
   notify_if_drained();
 }

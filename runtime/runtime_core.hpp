@@ -112,7 +112,8 @@ class RuntimeCore final : public JobSource {
   // Marks a popped job running on `worker` and returns a reference to it; requires mu_.
   std::shared_ptr<Job> start(Job& job, TimePoint now, std::size_t worker);
   // The bookkeeping when a handler returned: running set, bulkhead, estimate; requires mu_.
-  void record_finished(Job& job, const Outcome& outcome);
+  // `now` is when the handler returned.
+  void record_finished(Job& job, const Outcome& outcome, TimePoint now);
   KindState& kind_state(const std::string& kind);  // requires mu_
   // What running work means for a newcomer of `ks` at `now`: zero when a worker (and a slot of
   // its group) is idle, else the running jobs' expected rest ÷ workers (÷ the group's limit for
@@ -159,6 +160,8 @@ class RuntimeCore final : public JobSource {
   std::size_t idle_workers_ = 0;                      // waiting on work_ready_; guarded
   std::size_t wakeups_pending_ = 0;                   // signalled, not yet awake; guarded
   bool spinning_ = false;                             // an idle worker spins; guarded by mu_
+  std::size_t running_count_ = 0;                     // jobs running; guarded by mu_
+  const std::size_t cores_ = std::max(1u, std::thread::hardware_concurrency());
   // Admissions so far, counted after the lock is released; a hint for the spinning worker.
   std::atomic<std::uint64_t> admitted_{0};
   std::size_t peak_queued_ = 0;                       // guarded by mu_
