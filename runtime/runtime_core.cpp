@@ -37,7 +37,7 @@ Overrun overrun_of(const Job& job, TimePoint now) {
 }  // namespace
 
 RuntimeCore::RuntimeCore(RuntimeOptions options)
-    : options_{std::move(options)}, queue_{queue_options(options_)}, busy_(options_.workers) {
+    : options_{std::move(options)}, queue_{queue_options(options_)}, slots_(options_.workers) {
   // Bulkhead kinds get their groups up front so that pop() never grows a vector under load.
   for (const auto& [kind, limit] : options_.kind_limits) {
     KindState& ks = kind_state(kind);
@@ -59,15 +59,15 @@ RuntimeCore::~RuntimeCore() {
 }
 
 Load RuntimeCore::load_for(const KindState& ks, TimePoint now) const {
-  const bool worker_idle = running_.size() < options_.workers;
+  const bool worker_idle = running_count_ < slots_.size();
   const bool slot_free = ks.group == 0 || ks.running < ks.limit;
   if (worker_idle && slot_free) return {};
   // One step per worker (not per job): the work the running jobs still need, spread over the
   // workers (or the group's slots) as the queued work is.
   Duration all{};
   Duration group{};
-  for (const WorkerSlot& slot : busy_) {
-    if (!slot.busy) continue;
+  for (const RunSlot& slot : slots_) {
+    if (slot.job == nullptr) continue;
     const Duration left = std::max(saturating_sub(slot.expected_end, now), Duration::zero());
     auto add = [](Duration sum, Duration d) {
       return d >= Duration::max() / 2 - sum ? Duration::max() / 2 : sum + d;
@@ -239,7 +239,9 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<J
   if (finished) record_finished(*finished, outcome, now);
   for (bool first = true;; first = false) {
     if (!first) now = Clock::now();
-    QueueItem* item = queue_.pop(now, dropped, can_start_);
+    // A job starts only into a free run slot (jobs that hold no thread keep theirs).
+    QueueItem* item =
+        running_count_ < slots_.size() ? queue_.pop(now, dropped, can_start_) : nullptr;
     take_dropped(dropped, dropped_jobs);
     std::shared_ptr<Job> started = item != nullptr ? start(job_of(item), now, worker) : nullptr;
     // More work than this worker: pass the wake-up on (submitters skip it while one spins).
@@ -284,31 +286,30 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<J
 }
 
 std::shared_ptr<Job> RuntimeCore::start(Job& job, TimePoint now, std::size_t worker) {
+  // The worker's own slot when free (always, unless jobs that hold no thread took it).
+  std::size_t slot = worker < slots_.size() && slots_[worker].job == nullptr ? worker : 0;
+  while (slots_[slot].job != nullptr) ++slot;
   job.phase = Job::Phase::running;
   job.started_at = now;
-  job.worker = worker;
+  job.worker = slot;
   job.started_.store(true, std::memory_order_release);  // pairs with JobHandle::progress
   job.make_cancel_state();
   ++job.kind_state->running;
   ++running_count_;
-  running_.insert(job);
   // The tail estimate, less what has run: for a kind of fixed length that is what is left; for
   // a memoryless one (exponential run times) it stays near the mean on average.
-  busy_[worker] = {.expected_end = saturating_add(now, job.estimate),
-                   .group = job.group,
-                   .busy = true};
+  slots_[slot] = {.job = &job, .expected_end = saturating_add(now, job.estimate), .group = job.group};
   wake_timer_for(job.deadline);
   return job.self;
 }
 
 void RuntimeCore::record_finished(Job& job, const Outcome& outcome, TimePoint now) {
-  running_.erase(running_.iterator_to(job));
+  slots_[job.worker].job = nullptr;
   --running_count_;
   job.phase = Job::Phase::finished;
   job.self.reset();  // the worker still holds its own reference
   KindState& ks = *job.kind_state;
   --ks.running;
-  busy_[job.worker].busy = false;
   // The group's slot is free: this worker's next pop unparks the group's next item itself.
   // Completed and failed runs are whole samples; a run stopped by its deadline is a lower
   // bound worth keeping (dropping it would teach the estimator that the kind is fast).
@@ -328,10 +329,13 @@ Deadline RuntimeCore::visit_overdue(TimePoint now, std::vector<std::shared_ptr<J
                                     std::vector<Overrun>& overruns) {
   const bool report = static_cast<bool>(options_.on_overrun);
   Deadline next = Deadline::never();
-  // In deadline order: the walk ends at the first job whose deadline is still ahead, so it
-  // costs one step per job that is past its deadline and still running.
-  for (Job& job : running_) {
-    if (!job.deadline.expired(now)) return earlier(next, job.deadline);
+  for (const RunSlot& slot : slots_) {
+    if (slot.job == nullptr) continue;
+    Job& job = *slot.job;
+    if (!job.deadline.expired(now)) {
+      next = earlier(next, job.deadline);
+      continue;
+    }
     if (!job.deadline_signalled) {
       job.deadline_signalled = true;
       overdue.push_back(job.self);
@@ -345,6 +349,9 @@ Deadline RuntimeCore::visit_overdue(TimePoint now, std::vector<std::shared_ptr<J
       next = earlier(next, due);
     }
   }
+  // Reported earliest deadline first, as `overruns()` lists them.
+  std::sort(overruns.begin(), overruns.end(),
+            [](const Overrun& a, const Overrun& b) { return a.deadline < b.deadline; });
   return next;
 }
 
@@ -436,14 +443,16 @@ void RuntimeCore::shutdown_until(Deadline drain_deadline) {
     Lock lock{mu_};
     closing_ = true;
     queue_.close();
-    auto drained = [&] { return queue_.empty() && running_.empty(); };
+    auto drained = [&] { return queue_.empty() && running_count_ == 0; };
     if (drain_deadline.is_never()) {
       drained_.wait(lock, drained);
     } else {
       drained_.wait_until(lock, drain_deadline.time_point(), drained);
     }
     for (QueueItem* item : queue_.take_all()) left_in_queue.push_back(retire(job_of(item)));
-    for (Job& job : running_) still_running.push_back(job.self);
+    for (const RunSlot& slot : slots_) {
+      if (slot.job != nullptr) still_running.push_back(slot.job->self);
+    }
   }
   for (auto& job : left_in_queue) {
     finish_unstarted(*job, State::cancelled, Reason::cancelled_in_queue, CancelCause::shutdown);
@@ -452,7 +461,7 @@ void RuntimeCore::shutdown_until(Deadline drain_deadline) {
   {
     // Handlers see the cancellation at their next checkpoint; wait for them to return.
     Lock lock{mu_};
-    drained_.wait(lock, [&] { return running_.empty(); });
+    drained_.wait(lock, [&] { return running_count_ == 0; });
     stop_workers_ = true;
     stop_timer_ = true;
   }
@@ -468,11 +477,18 @@ std::vector<Overrun> RuntimeCore::overruns() const {
   std::vector<Overrun> out;
   std::lock_guard lock{mu_};
   const TimePoint now = Clock::now();
-  for (const Job& job : running_) {
-    if (!overrun_due(job).expired(now)) break;  // and so are all later deadlines
-    out.push_back(overrun_of(job, now));
-  }
+  for (const Job* job : overrunning(now)) out.push_back(overrun_of(*job, now));
   return out;
+}
+
+std::vector<const Job*> RuntimeCore::overrunning(TimePoint now) const {
+  std::vector<const Job*> due;
+  for (const RunSlot& slot : slots_) {
+    if (slot.job != nullptr && overrun_due(*slot.job).expired(now)) due.push_back(slot.job);
+  }
+  std::sort(due.begin(), due.end(),
+            [](const Job* a, const Job* b) { return a->deadline < b->deadline; });
+  return due;
 }
 
 RuntimeStats RuntimeCore::stats() const {
@@ -486,13 +502,9 @@ RuntimeStats RuntimeCore::stats() const {
   for (std::size_t i = 0; i < kPriorityCount; ++i) {
     s.queued_by_priority[i] = queue_.size(static_cast<Priority>(i));
   }
-  s.running = running_.size();
+  s.running = running_count_;
   s.peak_queued = peak_queued_;
-  const TimePoint now = Clock::now();
-  for (const Job& job : running_) {
-    if (!overrun_due(job).expired(now)) break;
-    ++s.overrunning;
-  }
+  s.overrunning = overrunning(Clock::now()).size();
   return s;
 }
 
@@ -550,7 +562,7 @@ void RuntimeCore::wake_timer_for(Deadline deadline) {
 }
 
 void RuntimeCore::notify_if_drained() {
-  if (closing_ && queue_.empty() && running_.empty()) drained_.notify_all();
+  if (closing_ && queue_.empty() && running_count_ == 0) drained_.notify_all();
 }
 
 void RuntimeCore::finish_unstarted(Job& job, State state, Reason reason, CancelCause cause) {

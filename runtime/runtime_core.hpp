@@ -1,6 +1,11 @@
 // runtime_core.hpp (private) — `RuntimeCore`, the state behind a `Runtime`: the queue, the
-// running set, per-kind estimates and bulkheads, the worker pool and the deadline timer, all
+// run slots, per-kind estimates and bulkheads, the worker pool and the deadline timer, all
 // guarded by one mutex.
+//
+// Run slots: a job runs in one of `workers` slots, which admission and the timer look at
+// instead of a set of running jobs. A slot is not a thread: a worker prefers its own index, so
+// a blocking job's slot is the worker that runs it; a job that does not hold a thread while it
+// runs keeps its slot all the same.
 //
 // One timer thread serves every job: it sleeps until the earliest deadline of any queued or
 // running job (for queued jobs with drop_if_cannot_finish, the latest useful start: deadline −
@@ -24,7 +29,6 @@
 #include "workers/worker_pool.hpp"
 
 #include <boost/asio/thread_pool.hpp>
-#include <boost/intrusive/set.hpp>
 
 #include <atomic>
 #include <condition_variable>
@@ -75,13 +79,6 @@ class RuntimeCore final : public JobSource {
                                 Outcome&& outcome) noexcept override;
 
  private:
-  struct ByDeadline {
-    bool operator()(const Job& a, const Job& b) const noexcept { return a.deadline < b.deadline; }
-  };
-  using RunningSet = boost::intrusive::multiset<
-      Job,
-      boost::intrusive::member_hook<Job, Job::RunningHook, &Job::running_hook>,
-      boost::intrusive::compare<ByDeadline>>;
   using Lock = std::unique_lock<std::mutex>;
 
   struct StringHash {
@@ -102,15 +99,19 @@ class RuntimeCore final : public JobSource {
   void dispatch_from_timer(std::vector<DroppedJob>& expired,
                            std::vector<std::shared_ptr<Job>>& overdue,
                            std::vector<Overrun>& overruns);
-  // Walks the running jobs whose deadline passed at `now`: cancels those not yet signalled
-  // (into `overdue`) and, when overruns are reported, collects those due for a report (into
-  // `overruns`). Returns the earliest time the timer must wake for a running job. Requires mu_.
+  // Walks the run slots: cancels the jobs whose deadline passed at `now` and that were not yet
+  // signalled (into `overdue`) and, when overruns are reported, collects those due for a
+  // report (into `overruns`). Returns the earliest time the timer must wake for a running job.
+  // Requires mu_. O(slots).
   Deadline visit_overdue(TimePoint now, std::vector<std::shared_ptr<Job>>& overdue,
                          std::vector<Overrun>& overruns);
   // When `job` (running, past its deadline) counts as overrunning.
   Deadline overrun_due(const Job& job) const noexcept;
-  // Marks a popped job running on `worker` and returns a reference to it; requires mu_.
+  // Marks a popped job running in a free run slot (`worker`'s own if free) and returns a
+  // reference to it; requires mu_ and a free slot.
   std::shared_ptr<Job> start(Job& job, TimePoint now, std::size_t worker);
+  // The running jobs whose overrun is due at `now`, earliest deadline first; requires mu_.
+  std::vector<const Job*> overrunning(TimePoint now) const;
   // The bookkeeping when a handler returned: running set, bulkhead, estimate; requires mu_.
   // `now` is when the handler returned.
   void record_finished(Job& job, const Outcome& outcome, TimePoint now);
@@ -146,21 +147,21 @@ class RuntimeCore final : public JobSource {
   std::condition_variable timer_wake_;  // an earlier deadline exists, or the timer should stop
   std::condition_variable drained_;     // queue and running set became empty while closing
   DeadlineQueue queue_;                               // guarded by mu_
-  RunningSet running_;                                // guarded by mu_
-  // What each worker runs: when it is expected to end (start + tail estimate) and its group.
-  struct WorkerSlot {
+  // A run slot: the job in it (null: free), when it is expected to end (start + tail estimate)
+  // and its group.
+  struct RunSlot {
+    Job* job = nullptr;
     TimePoint expected_end{};
     std::uint32_t group = 0;
-    bool busy = false;
   };
-  std::vector<WorkerSlot> busy_;                      // by worker index; guarded by mu_
+  std::vector<RunSlot> slots_;                        // `workers` of them; guarded by mu_
   std::unordered_map<std::string, KindState, StringHash, std::equal_to<>> kinds_;  // guarded
   std::vector<KindState*> groups_;                    // by group - 1; guarded by mu_
   std::function<bool(std::uint32_t)> can_start_;      // reads groups_; called under mu_
   std::size_t idle_workers_ = 0;                      // waiting on work_ready_; guarded
   std::size_t wakeups_pending_ = 0;                   // signalled, not yet awake; guarded
   bool spinning_ = false;                             // an idle worker spins; guarded by mu_
-  std::size_t running_count_ = 0;                     // jobs running; guarded by mu_
+  std::size_t running_count_ = 0;                     // slots taken; guarded by mu_
   const std::size_t cores_ = std::max(1u, std::thread::hardware_concurrency());
   // Admissions so far, counted after the lock is released; a hint for the spinning worker.
   std::atomic<std::uint64_t> admitted_{0};

@@ -15,8 +15,6 @@
 #include <sandglass/job_context.hpp>
 #include <sandglass/outcome.hpp>
 
-#include <boost/intrusive/set_hook.hpp>
-
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
@@ -64,11 +62,7 @@ struct Job : QueueItem {
 
   // --- Written when the job starts.
   TimePoint started_at;
-  std::size_t worker;                  // the index of the worker that runs it
-  // Normal (not safe) link mode: its constructor writes nothing.
-  using RunningHook = boost::intrusive::set_member_hook<
-      boost::intrusive::link_mode<boost::intrusive::normal_link>>;
-  RunningHook running_hook;  // guarded by the runtime
+  std::size_t worker;                  // its run slot (a blocking job's: its worker's index)
 
   // Made when the job starts (under the runtime's lock, before anyone can cancel it).
   void make_cancel_state() {
