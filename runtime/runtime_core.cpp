@@ -118,7 +118,9 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
   auto job = std::make_shared<Job>();
   job->id = next_id_.fetch_add(1, std::memory_order_relaxed);
   job->kind = std::move(spec.kind);
-  job->idempotency_key = std::move(spec.idempotency_key);
+  if (!spec.idempotency_key.empty()) {
+    job->idempotency_key = std::make_unique<std::string>(std::move(spec.idempotency_key));
+  }
   job->priority = spec.priority;
   job->handler = std::move(handler);
   job->on_outcome = std::move(on_outcome);
@@ -293,7 +295,6 @@ std::shared_ptr<Job> RuntimeCore::start(Job& job, TimePoint now, std::size_t wor
   job.started_at = now;
   job.worker = slot;
   job.started_.store(true, std::memory_order_release);  // pairs with JobHandle::progress
-  job.make_cancel_state();
   ++job.kind_state->running;
   ++running_count_;
   // The tail estimate, less what has run: for a kind of fixed length that is what is left; for

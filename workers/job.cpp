@@ -8,7 +8,6 @@ namespace sandglass::detail {
 
 Job::~Job() {
   if (done()) std::destroy_at(std::launder(reinterpret_cast<Outcome*>(outcome_storage_)));
-  if (has_cancel_state) std::destroy_at(&cancel_state());
   delete waiters_.load(std::memory_order_acquire);
 }
 

@@ -44,7 +44,8 @@ Outcome run_job(Job& job, const BudgetPolicy& policy) noexcept {
   {
     // The context goes before the outcome (the handler's on_cancel registrations went with its
     // scopes).
-    JobContext ctx{job.id, job.kind, job.deadline, job.token(), policy, job.idempotency_key};
+    JobContext ctx{job.id, job.kind, job.deadline, job.token(), policy,
+                   job.idempotency_key_view()};
     enum class Ended : std::uint8_t { returned, cancelled, threw } ended = Ended::returned;
     std::string message;
     Reason reason = Reason::handler_error;
