@@ -15,6 +15,8 @@
 namespace sandglass::detail {
 namespace {
 
+constexpr Duration kTimerLongestSleep = std::chrono::milliseconds{100};
+
 DeadlineQueueOptions queue_options(const RuntimeOptions& o) {
   // Bulkhead groups are numbered in kind_limits' order (see the constructor).
   std::vector<std::size_t> limits;
@@ -156,6 +158,7 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
   Admission admission;
   std::shared_ptr<Job> shed;
   bool wake_worker = false;
+  bool wake_timer = false;
   {
     Lock lock = lock_hot_path();
     KindState& ks = kind_state(job->kind);
@@ -172,7 +175,7 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
       // A spinning worker takes this job (and wakes another if more are waiting).
       wake_worker = !spinning_ && claim_idle_worker();
       // The timer removes it at its latest useful start (see DeadlineQueue::next_drop_time).
-      wake_timer_for(options_.drop_if_cannot_finish
+      wake_timer = wake_timer_for(options_.drop_if_cannot_finish
                          ? Deadline::at(saturating_add(job->deadline.time_point(),
                                                        Duration{1} - job->estimate))
                          : job->deadline);
@@ -186,6 +189,7 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
   // Told after unlocking, so the woken or spinning worker does not run into the lock we hold.
   if (admission.admitted()) admitted_.fetch_add(1, std::memory_order_relaxed);
   if (wake_worker) work_ready_.notify_one();
+  if (wake_timer) timer_wake_.notify_one();
   if (shed) finish_unstarted(*shed, State::rejected, Reason::shed, CancelCause::none);
   if (!admission.admitted()) {
     finish_unstarted(*job, State::rejected, admission.reason, CancelCause::none);
@@ -245,7 +249,9 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<J
     QueueItem* item =
         running_count_ < slots_.size() ? queue_.pop(now, dropped, can_start_) : nullptr;
     take_dropped(dropped, dropped_jobs);
-    std::shared_ptr<Job> started = item != nullptr ? start(job_of(item), now, worker) : nullptr;
+    bool wake_timer = false;
+    std::shared_ptr<Job> started =
+        item != nullptr ? start(job_of(item), now, worker, wake_timer) : nullptr;
     // More work than this worker: pass the wake-up on (submitters skip it while one spins).
     const bool wake_another = started && !queue_.empty() && claim_idle_worker();
     if (started || finished || !dropped_jobs.empty()) {
@@ -253,6 +259,7 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<J
       if (!dropped_jobs.empty()) notify_if_drained();
       lock.unlock();
       if (wake_another) work_ready_.notify_one();
+      if (wake_timer) timer_wake_.notify_one();
       if (finished) {
         publish(*finished, std::move(outcome));
         finished.reset();
@@ -287,7 +294,8 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<J
   }
 }
 
-std::shared_ptr<Job> RuntimeCore::start(Job& job, TimePoint now, std::size_t worker) {
+std::shared_ptr<Job> RuntimeCore::start(Job& job, TimePoint now, std::size_t worker,
+                                        bool& wake_timer) {
   // The worker's own slot when free (always, unless jobs that hold no thread took it).
   std::size_t slot = worker < slots_.size() && slots_[worker].job == nullptr ? worker : 0;
   while (slots_[slot].job != nullptr) ++slot;
@@ -300,7 +308,7 @@ std::shared_ptr<Job> RuntimeCore::start(Job& job, TimePoint now, std::size_t wor
   // The tail estimate, less what has run: for a kind of fixed length that is what is left; for
   // a memoryless one (exponential run times) it stays near the mean on average.
   slots_[slot] = {.job = &job, .expected_end = saturating_add(now, job.estimate), .group = job.group};
-  wake_timer_for(job.deadline);
+  wake_timer = wake_timer_for(job.deadline);
   return job.self;
 }
 
@@ -385,12 +393,10 @@ void RuntimeCore::timer_loop() {
       lock.lock();
       continue;
     }
-    timer_sleeps_until_ = next.time_point();
-    if (next.is_never()) {
-      timer_wake_.wait(lock);
-    } else {
-      timer_wake_.wait_until(lock, next.time_point());
-    }
+    if (stop_timer_) break;
+    // Never longer than kTimerLongestSleep: a job due later than that needs no wake-up.
+    timer_sleeps_until_ = std::min(next.time_point(), saturating_add(now, kTimerLongestSleep));
+    timer_wake_.wait_until(lock, timer_sleeps_until_);
     timer_sleeps_until_ = TimePoint::min();  // awake: nobody needs to wake us
   }
 }
@@ -555,11 +561,10 @@ bool RuntimeCore::claim_idle_worker() {
   return true;
 }
 
-void RuntimeCore::wake_timer_for(Deadline deadline) {
-  if (deadline.time_point() < timer_sleeps_until_) {
-    timer_sleeps_until_ = deadline.time_point();
-    timer_wake_.notify_one();
-  }
+bool RuntimeCore::wake_timer_for(Deadline deadline) {
+  if (deadline.time_point() >= timer_sleeps_until_) return false;
+  timer_sleeps_until_ = deadline.time_point();
+  return true;
 }
 
 void RuntimeCore::notify_if_drained() {

@@ -8,7 +8,8 @@
 // runs keeps its slot all the same.
 //
 // One timer thread serves every job: it sleeps until the earliest deadline of any queued or
-// running job (for queued jobs with drop_if_cannot_finish, the latest useful start: deadline −
+// running job, or for at most kTimerLongestSleep (100 ms), so that a job whose deadline is
+// further away than that never has to wake it, (for queued jobs with drop_if_cannot_finish, the latest useful start: deadline −
 // the kind's tail estimate), removes queued jobs whose deadline passed (expired_in_queue) or
 // that can no longer finish (too_late_to_start) and signals running ones with cause `deadline`;
 // with an `on_overrun` callback it also wakes when a cancelled job that still runs becomes
@@ -109,7 +110,8 @@ class RuntimeCore final : public JobSource {
   Deadline overrun_due(const Job& job) const noexcept;
   // Marks a popped job running in a free run slot (`worker`'s own if free) and returns a
   // reference to it; requires mu_ and a free slot.
-  std::shared_ptr<Job> start(Job& job, TimePoint now, std::size_t worker);
+  // `wake_timer`: as wake_timer_for says.
+  std::shared_ptr<Job> start(Job& job, TimePoint now, std::size_t worker, bool& wake_timer);
   // The running jobs whose overrun is due at `now`, earliest deadline first; requires mu_.
   std::vector<const Job*> overrunning(TimePoint now) const;
   // The bookkeeping when a handler returned: running set, bulkhead, estimate; requires mu_.
@@ -134,7 +136,9 @@ class RuntimeCore final : public JobSource {
   Lock lock_hot_path();
   // Returns once admitted_ differs from `seen`, or after a few microseconds. Without mu_.
   void spin_until_admitted_changes(std::uint64_t seen) const;
-  void wake_timer_for(Deadline deadline);  // requires mu_
+  // True if the timer sleeps past `deadline`: the caller then notifies timer_wake_ after
+  // unlocking (so the timer does not wake into the lock we hold). Requires mu_.
+  [[nodiscard]] bool wake_timer_for(Deadline deadline);
   void notify_if_drained();                // requires mu_
   // Publishes an outcome for a job that never ran. Must not hold mu_.
   void finish_unstarted(Job& job, State state, Reason reason, CancelCause cause);
