@@ -36,10 +36,41 @@ Overrun overrun_of(const Job& job, TimePoint now) {
           .started_at = job.started_at, .past_deadline = -job.deadline.slack(now)};
 }
 
+// Tells runtimes apart in kind_state's per-thread cache (an address may be reused).
+std::atomic<std::uint64_t> g_next_serial{1};
+
 }  // namespace
 
+KindState::Figures KindState::figures(TimePoint now) {
+  if (now.time_since_epoch().count() >= age_due_ns_.load(std::memory_order_relaxed)) {
+    std::unique_lock lock{estimator_mu_, std::try_to_lock};
+    if (lock.owns_lock()) {
+      estimator_.age(now);
+      publish_figures();
+    }
+  }
+  return {.tail = Duration{tail_ns_.load(std::memory_order_relaxed)},
+          .central = Duration{central_ns_.load(std::memory_order_relaxed)}};
+}
+
+void KindState::record(Duration run_time, TimePoint now) {
+  std::lock_guard lock{estimator_mu_};
+  estimator_.record(run_time, now);
+  publish_figures();
+}
+
+void KindState::publish_figures() noexcept {
+  tail_ns_.store(estimator_.tail().count(), std::memory_order_relaxed);
+  central_ns_.store(estimator_.central().count(), std::memory_order_relaxed);
+  age_due_ns_.store(estimator_.next_age_check().time_since_epoch().count(),
+                    std::memory_order_relaxed);
+}
+
 RuntimeCore::RuntimeCore(RuntimeOptions options)
-    : options_{std::move(options)}, queue_{queue_options(options_)}, slots_(options_.workers) {
+    : options_{std::move(options)},
+      queue_{queue_options(options_)},
+      slots_(options_.workers),
+      serial_{g_next_serial.fetch_add(1, std::memory_order_relaxed)} {
   // Bulkhead kinds get their groups up front so that pop() never grows a vector under load.
   for (const auto& [kind, limit] : options_.kind_limits) {
     KindState& ks = kind_state(kind);
@@ -93,14 +124,26 @@ void RuntimeCore::start() {
 }
 
 KindState& RuntimeCore::kind_state(const std::string& kind) {
+  // Producers mostly submit one kind after another: a one-entry cache per thread spares them
+  // the hash and the lock.
+  thread_local struct {
+    std::uint64_t runtime = 0;
+    std::string kind;
+    KindState* state = nullptr;
+  } last;
+  if (last.runtime == serial_ && last.kind == kind) return *last.state;
+  std::lock_guard lock{kinds_mu_};
   auto it = kinds_.find(std::string_view{kind});
   if (it == kinds_.end()) {
     const ServiceTimeEstimatorOptions estimator{.quantile = options_.estimate_quantile,
                                                 .window = options_.estimate_window,
                                                 .max_age = options_.estimate_max_age,
                                                 .age_in_runs = options_.estimate_age_in_runs};
-    it = kinds_.try_emplace(kind, KindState{ServiceTimeEstimator{estimator}}).first;
+    it = kinds_.try_emplace(kind, ServiceTimeEstimator{estimator}).first;
   }
+  last.runtime = serial_;
+  last.kind = kind;
+  last.state = &it->second;
   return it->second;
 }
 
@@ -155,17 +198,17 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
     });
   }
 
+  KindState& ks = kind_state(job->kind);
+  const KindState::Figures figures = ks.figures(now);
   Admission admission;
   std::shared_ptr<Job> shed;
   bool wake_worker = false;
   bool wake_timer = false;
   {
     Lock lock = lock_hot_path();
-    KindState& ks = kind_state(job->kind);
     job->kind_state = &ks;
-    ks.estimator.age(now);
-    job->estimate = ks.estimator.tail();
-    job->work = ks.estimator.central();
+    job->estimate = figures.tail;
+    job->work = figures.central;
     job->group = ks.group;
     admission = queue_.admit(*job, now, load_for(ks, now));
     if (admission.admitted()) {
@@ -242,7 +285,7 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<J
   TimePoint now = finished ? saturating_add(finished->started_at, outcome.timings.run_time)
                            : Clock::now();
   Lock lock = lock_hot_path();
-  if (finished) record_finished(*finished, outcome, now);
+  const bool sample = finished && record_finished(*finished, outcome);
   for (bool first = true;; first = false) {
     if (!first) now = Clock::now();
     // A job starts only into a free run slot (jobs that hold no thread keep theirs).
@@ -261,6 +304,8 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<J
       if (wake_another) work_ready_.notify_one();
       if (wake_timer) timer_wake_.notify_one();
       if (finished) {
+        // Before the outcome: whoever waits for it then sees the sample in the estimate.
+        if (sample) finished->kind_state->record(outcome.timings.run_time, now);
         publish(*finished, std::move(outcome));
         finished.reset();
       }
@@ -270,7 +315,7 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<J
       continue;
     }
     if (stop_workers_) return nullptr;
-    if (!spun && !spinning_ && cores_ > running_count_ + 2) {
+    if (!spun && !spinning_ && cores_ >= running_count_ + 2) {
       // One idle worker at a time spins briefly before it sleeps: at high rates the next job
       // arrives within microseconds, and a futex sleep plus wake-up costs more than that. Only
       // while a core is free for it (beside the running handlers and a submitter): on a busy
@@ -312,7 +357,7 @@ std::shared_ptr<Job> RuntimeCore::start(Job& job, TimePoint now, std::size_t wor
   return job.self;
 }
 
-void RuntimeCore::record_finished(Job& job, const Outcome& outcome, TimePoint now) {
+bool RuntimeCore::record_finished(Job& job, const Outcome& outcome) {
   slots_[job.worker].job = nullptr;
   --running_count_;
   job.phase = Job::Phase::finished;
@@ -323,11 +368,9 @@ void RuntimeCore::record_finished(Job& job, const Outcome& outcome, TimePoint no
   // Completed and failed runs are whole samples; a run stopped by its deadline is a lower
   // bound worth keeping (dropping it would teach the estimator that the kind is fast).
   // Runs cut short by the caller, upstream or shutdown say nothing about the kind.
-  if (outcome.state == State::completed || outcome.state == State::failed ||
-      outcome.cause == CancelCause::deadline) {
-    ks.estimator.record(outcome.timings.run_time, now);
-  }
   notify_if_drained();
+  return outcome.state == State::completed || outcome.state == State::failed ||
+         outcome.cause == CancelCause::deadline;
 }
 
 Deadline RuntimeCore::overrun_due(const Job& job) const noexcept {

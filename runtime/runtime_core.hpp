@@ -43,12 +43,36 @@
 
 namespace sandglass::detail {
 
-// What the runtime knows about one kind of job.
+// What the runtime knows about one kind of job. The estimator has its own lock, never taken
+// under the runtime's: recording a run and aging samples stay out of the runtime's critical
+// section, and submitters read the figures it last published without a lock.
 struct KindState {
-  ServiceTimeEstimator estimator;
+  struct Figures {
+    Duration tail{};
+    Duration central{};
+  };
+  explicit KindState(ServiceTimeEstimator e) : estimator_{std::move(e)} {}
+
+  // The figures at `now`: ages the samples first when that is due and the estimator is free
+  // (else the figures published last). The two figures may come from consecutive updates.
+  Figures figures(TimePoint now);
+  // Adds a run that ended at `now` and publishes the new figures.
+  void record(Duration run_time, TimePoint now);
+
   std::uint32_t group = 0;  // bulkhead group, zero when the kind is unlimited
   std::size_t limit = 0;    // most running at once (when group != 0)
-  std::size_t running = 0;
+  std::size_t running = 0;  // guarded by the runtime's mutex
+
+ private:
+  void publish_figures() noexcept;  // requires estimator_mu_
+
+  std::mutex estimator_mu_;
+  ServiceTimeEstimator estimator_;  // guarded by estimator_mu_
+  // Relaxed: each is a figure on its own; a reader that must see a run's sample (a waiter on
+  // that job's outcome) is ordered by the outcome's publication, which comes after record().
+  std::atomic<Duration::rep> tail_ns_{0};
+  std::atomic<Duration::rep> central_ns_{0};
+  std::atomic<TimePoint::rep> age_due_ns_{TimePoint::max().time_since_epoch().count()};
 };
 
 class RuntimeCore final : public JobSource {
@@ -114,10 +138,12 @@ class RuntimeCore final : public JobSource {
   std::shared_ptr<Job> start(Job& job, TimePoint now, std::size_t worker, bool& wake_timer);
   // The running jobs whose overrun is due at `now`, earliest deadline first; requires mu_.
   std::vector<const Job*> overrunning(TimePoint now) const;
-  // The bookkeeping when a handler returned: running set, bulkhead, estimate; requires mu_.
-  // `now` is when the handler returned.
-  void record_finished(Job& job, const Outcome& outcome, TimePoint now);
-  KindState& kind_state(const std::string& kind);  // requires mu_
+  // The bookkeeping when a handler returned: run slot, bulkhead; requires mu_. True if the
+  // run is a sample for its kind's estimate (the caller records it after unlocking).
+  bool record_finished(Job& job, const Outcome& outcome);
+  // The state of `kind`, made on first use. Takes kinds_mu_ (never under mu_) unless this
+  // thread asked for the same kind of this runtime last. The reference lives as long as this.
+  KindState& kind_state(const std::string& kind);
   // What running work means for a newcomer of `ks` at `now`: zero when a worker (and a slot of
   // its group) is idle, else the running jobs' expected rest ÷ workers (÷ the group's limit for
   // the group's own jobs). Requires mu_. O(workers).
@@ -159,7 +185,9 @@ class RuntimeCore final : public JobSource {
     std::uint32_t group = 0;
   };
   std::vector<RunSlot> slots_;                        // `workers` of them; guarded by mu_
-  std::unordered_map<std::string, KindState, StringHash, std::equal_to<>> kinds_;  // guarded
+  std::mutex kinds_mu_;  // guards kinds_; never taken under mu_
+  std::unordered_map<std::string, KindState, StringHash, std::equal_to<>> kinds_;
+  const std::uint64_t serial_;  // tells this runtime from others in kind_state's cache
   std::vector<KindState*> groups_;                    // by group - 1; guarded by mu_
   std::function<bool(std::uint32_t)> can_start_;      // reads groups_; called under mu_
   std::size_t idle_workers_ = 0;                      // waiting on work_ready_; guarded
