@@ -37,13 +37,13 @@
 #include <sandglass/cancel.hpp>
 #include <sandglass/deadline.hpp>
 #include <sandglass/job_spec.hpp>
+#include <sandglass/move_only_function.hpp>
 #include <sandglass/reason.hpp>
 
 #include <atomic>
 #include <cstdint>
 #include <exception>
 #include <stdexcept>
-#include <functional>
 #include <string>
 #include <string_view>
 
@@ -76,8 +76,10 @@ class JobFailed : public std::runtime_error {
 
 class JobContext;
 
-// What a job runs. It may throw; the worker records the exception as the job's error.
-using JobHandler = std::function<void(JobContext&)>;
+// What a job runs: any callable taking `JobContext&`, copyable or move-only (it may own a
+// std::unique_ptr). It may throw; the worker records the exception as the job's error. The
+// runtime destroys it once the job is over (on the thread that ended the job).
+using JobHandler = MoveOnlyFunction<void(JobContext&)>;
 
 class JobContext {
  public:

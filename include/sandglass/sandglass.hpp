@@ -10,6 +10,7 @@
 #include <sandglass/deadline_queue.hpp>
 #include <sandglass/job_context.hpp>
 #include <sandglass/job_spec.hpp>
+#include <sandglass/move_only_function.hpp>
 #include <sandglass/outcome.hpp>
 #include <sandglass/overrun.hpp>
 #include <sandglass/reason.hpp>

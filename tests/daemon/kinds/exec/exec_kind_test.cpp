@@ -65,7 +65,7 @@ Ran run_job(const JobKind& kind, const boost::json::object& args,
             const CancelSource& source = CancelSource{}) {
   const BudgetPolicy policy;
   JobContext ctx{1, "exec", Deadline::after(60s), source.token(), policy};
-  const JobHandler handler = kind.prepare(args);
+  JobHandler handler = kind.prepare(args);
   Ran ran;
   try {
     handler(ctx);
