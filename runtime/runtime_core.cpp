@@ -147,8 +147,16 @@ KindState& RuntimeCore::kind_state(const std::string& kind) {
   return it->second;
 }
 
-JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback on_outcome) {
-  if (!handler) throw std::invalid_argument{"submit: handler is empty"};
+JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback on_outcome,
+                              std::unique_ptr<AwaitableRun> awaitable) {
+  if (awaitable) {
+    if (!awaitable->handler.fn) throw std::invalid_argument{"submit: awaitable handler is empty"};
+    if (!awaitable->handler.executor) {
+      throw std::invalid_argument{"submit: awaitable handler has no executor"};
+    }
+  } else if (!handler) {
+    throw std::invalid_argument{"submit: handler is empty"};
+  }
   if (spec.kind.empty()) {
     throw std::invalid_argument{
         "submit: kind is empty (name what the job does; estimates and limits go by it)"};
@@ -168,6 +176,7 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
   }
   job->priority = spec.priority;
   job->handler = std::move(handler);
+  job->awaitable = std::move(awaitable);
   job->on_outcome = std::move(on_outcome);
   job->core = this;
 
@@ -310,6 +319,13 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<J
         finished.reset();
       }
       finish_dropped(dropped_jobs);
+      if (started && started->awaitable) {
+        // It keeps its slot, not this thread: start it on its executor and look for more.
+        launch_awaitable(started, *this, options_.budget);
+        started.reset();
+        lock = lock_hot_path();
+        continue;
+      }
       if (started) return started;
       lock = lock_hot_path();
       continue;
@@ -339,6 +355,24 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<J
   }
 }
 
+void RuntimeCore::finish_detached(std::shared_ptr<Job> job, Outcome&& outcome) noexcept {
+  const TimePoint end = saturating_add(job->started_at, outcome.timings.run_time);
+  bool sample = false;
+  bool wake_worker = false;
+  {
+    Lock lock = lock_hot_path();
+    sample = record_finished(*job, outcome);
+    // A slot is free: a worker may start what waits for one.
+    wake_worker = !queue_.empty() && claim_idle_worker();
+  }
+  if (wake_worker) work_ready_.notify_one();
+  if (sample) job->kind_state->record(outcome.timings.run_time, end);
+  publish(*job, std::move(outcome));
+  // Shutdown returns only once this outcome is out (no thread of ours to join covers it).
+  std::lock_guard lock{mu_};
+  if (--detached_ == 0) drained_.notify_all();
+}
+
 std::shared_ptr<Job> RuntimeCore::start(Job& job, TimePoint now, std::size_t worker,
                                         bool& wake_timer) {
   // The worker's own slot when free (always, unless jobs that hold no thread took it).
@@ -350,6 +384,7 @@ std::shared_ptr<Job> RuntimeCore::start(Job& job, TimePoint now, std::size_t wor
   job.started_.store(true, std::memory_order_release);  // pairs with JobHandle::progress
   ++job.kind_state->running;
   ++running_count_;
+  if (job.awaitable) ++detached_;
   // The tail estimate, less what has run: for a kind of fixed length that is what is left; for
   // a memoryless one (exponential run times) it stays near the mean on average.
   slots_[slot] = {.job = &job, .expected_end = saturating_add(now, job.estimate), .group = job.group};
@@ -511,7 +546,7 @@ void RuntimeCore::shutdown_until(Deadline drain_deadline) {
   {
     // Handlers see the cancellation at their next checkpoint; wait for them to return.
     Lock lock{mu_};
-    drained_.wait(lock, [&] { return running_count_ == 0; });
+    drained_.wait(lock, [&] { return running_count_ == 0 && detached_ == 0; });
     stop_workers_ = true;
     stop_timer_ = true;
   }

@@ -26,6 +26,7 @@
 #include <sandglass/runtime.hpp>
 #include <sandglass/service_time_estimator.hpp>
 
+#include "workers/awaitable_runner.hpp"
 #include "workers/job.hpp"
 #include "workers/worker_pool.hpp"
 
@@ -83,7 +84,9 @@ class RuntimeCore final : public JobSource {
   // Starts the worker and timer threads; call once, right after construction.
   void start();
 
-  JobHandle submit(JobSpec spec, JobHandler handler, OutcomeCallback on_outcome);
+  // Exactly one of `handler` and `awaitable` is set.
+  JobHandle submit(JobSpec spec, JobHandler handler, OutcomeCallback on_outcome,
+                   std::unique_ptr<AwaitableRun> awaitable = nullptr);
   // Cancels a queued job (it leaves the queue) or signals a running one. True if this call
   // cancelled it.
   bool cancel(Job& job, CancelCause cause);
@@ -102,6 +105,7 @@ class RuntimeCore final : public JobSource {
 
   std::shared_ptr<Job> next_job(std::size_t worker, std::shared_ptr<Job> finished,
                                 Outcome&& outcome) noexcept override;
+  void finish_detached(std::shared_ptr<Job> job, Outcome&& outcome) noexcept override;
 
  private:
   using Lock = std::unique_lock<std::mutex>;
@@ -194,6 +198,7 @@ class RuntimeCore final : public JobSource {
   std::size_t wakeups_pending_ = 0;                   // signalled, not yet awake; guarded
   bool spinning_ = false;                             // an idle worker spins; guarded by mu_
   std::size_t running_count_ = 0;                     // slots taken; guarded by mu_
+  std::size_t detached_ = 0;  // awaitable jobs started, outcome not yet published; guarded
   const std::size_t cores_ = std::max(1u, std::thread::hardware_concurrency());
   // Admissions so far, counted after the lock is released; a hint for the spinning worker.
   std::atomic<std::uint64_t> admitted_{0};

@@ -1,5 +1,6 @@
 #include "workers/job.hpp"
 
+#include "workers/awaitable_runner.hpp"
 #include "workers/callback_scope.hpp"
 
 #include <thread>

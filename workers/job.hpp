@@ -16,6 +16,8 @@
 #include <sandglass/job_context.hpp>
 #include <sandglass/outcome.hpp>
 
+#include "workers/awaitable_runner.hpp"
+
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
@@ -56,6 +58,8 @@ struct Job : QueueItem {
   // running set link it by address, and the timer take a reference to what it cancels.
   std::shared_ptr<Job> self;
   JobHandler handler;
+  // Cold: only an awaitable job has it (then `handler` is empty; see awaitable_runner.hpp).
+  std::unique_ptr<AwaitableRun> awaitable;
   OutcomeCallback on_outcome;
   std::string kind;
   // Cold: made only when the submitter gave a key.

@@ -37,6 +37,7 @@
 // safe. A handle may outlive its runtime.
 #pragma once
 
+#include <sandglass/awaitable_job.hpp>
 #include <sandglass/budget_policy.hpp>
 #include <sandglass/deadline.hpp>
 #include <sandglass/job_context.hpp>
@@ -188,6 +189,16 @@ class Runtime {
   JobHandle submit(JobSpec spec, Handler handler);
   // As above; `on_outcome` runs exactly once with the job's outcome (see the file comment).
   JobHandle submit(JobSpec spec, Handler handler, OutcomeCallback on_outcome);
+  // An awaitable job (see awaitable_job.hpp): its coroutine runs on `handler.executor` and
+  // holds a run slot, not a worker thread, while it awaits; its deadline or cancellation
+  // reaches it as a terminal Asio cancellation. Admission, outcomes and `on_outcome` as above.
+  // Throws std::invalid_argument for an empty `handler.fn` or `handler.executor`, an empty
+  // `kind` or a `priority` outside the enum.
+  JobHandle submit(JobSpec spec, AwaitableHandler handler, OutcomeCallback on_outcome = {});
+  // A callable that makes a coroutine is not a blocking handler (its coroutine would never
+  // run): name the executor it runs on with `awaitable_job(executor, fn)`.
+  template <AwaitableFactory F>
+  JobHandle submit(JobSpec spec, F&& handler, OutcomeCallback on_outcome = {}) = delete;
 
   // The Asio form: completes with `void(Outcome)` on the completion handler's associated
   // executor. Works with callbacks, `asio::use_future` and `asio::use_awaitable`. If the
