@@ -388,7 +388,8 @@ BENCHMARK(BM_AdmissionDecision)->Arg(0)->Arg(1);
 // A whole rejection through the Runtime: from submit until the outcome callback ran.
 void BM_RejectionLatency(benchmark::State& state) {
   const bool implausible = state.range(0) == 1;
-  sandglass::Runtime rt{{.workers = 1, .capacity = 1}};
+  // Samples kept for an hour: the one that teaches "slow" must not age out during the run.
+  sandglass::Runtime rt{{.workers = 1, .capacity = 1, .estimate_max_age = std::chrono::hours{1}}};
   // Teach the estimator that "slow" takes about 10 ms.
   rt.submit({.kind = "slow", .budget = 1s}, [](sandglass::JobContext& ctx) { ctx.sleep_for(10ms); }).wait();
   // Occupy the worker, then fill the queue.

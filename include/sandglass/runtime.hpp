@@ -14,6 +14,13 @@
 // that still runs `overrun_after` later is reported as overrunning (see overrun.hpp).
 // No thread and no OS timer per job.
 //
+// Run slots: `workers` jobs run at once. A blocking handler (a `JobHandler`) runs on the worker
+// that took it; an awaitable handler (see awaitable_job.hpp) runs on an executor the caller
+// names and holds its slot, not a worker thread, until its coroutine has finished. Admission,
+// kind limits and `stats().running` count slots, so both forms obey the same queue, deadlines
+// and outcomes; a deadline or cancellation reaches an awaitable one as a terminal Asio
+// cancellation.
+//
 // Threads: the workers, one timer thread and one callback thread. The timer runs no user code:
 // it records a deadline on the job's token at once, and the callback thread then runs that
 // job's on_cancel callbacks, the outcome callbacks of jobs that expired in the queue, and
@@ -120,7 +127,8 @@ struct JobProgress {
   TimePoint enqueued_at{};              // when it was admitted
   Deadline deadline{};
   std::optional<TimePoint> started_at;  // set once a worker took it
-  std::size_t worker = 0;               // the worker that took it (when started_at is set)
+  std::size_t worker = 0;               // its run slot (when started_at is set): for a blocking
+                                        // handler, the index of the worker that runs it
 };
 
 class JobHandle {
