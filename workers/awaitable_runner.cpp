@@ -47,6 +47,7 @@ void launch_awaitable(const std::shared_ptr<Job>& job, JobSource& source, const 
       Outcome o = begin_outcome(*job);
       settle_outcome(o, *job, *r.ctx, std::move(error));
       r.handler.fn = nullptr;  // what the coroutine's factory captured goes as the job ends
+      r.ctx.reset();           // its token holds the job: kept, it would keep itself alive
       source.finish_detached(std::move(job), std::move(o));
     };
     asio::co_spawn(strand, run_body(&run),
