@@ -382,9 +382,12 @@ Admission DeadlineQueue::admit(QueueItem& item, TimePoint now, Load load) {
     key.deadline = item.deadline;
     key.seq_ = std::numeric_limits<std::uint64_t>::max();
     const Class& c = class_of(item);
+    // The class's run is all before the newcomer (admit moved it into the tree otherwise), and
+    // so before every item it overtakes: its work counts for them as well.
     const std::int64_t base = add_sat(
-        scaled(saturating_add(now, std::max(load.busy_for, Duration::zero()))),
-        higher_work(item.priority));
+        add_sat(scaled(saturating_add(now, std::max(load.busy_for, Duration::zero()))),
+                higher_work(item.priority)),
+        c.run.sum);
     // Items it overtakes are in the tree (the run is all before it): none when it comes last.
     const std::int64_t tightest = c.items_max == nullptr || QueueTree::less(*c.items_max, key)
                                       ? kInf

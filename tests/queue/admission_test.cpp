@@ -399,4 +399,27 @@ TEST_SUITE("DeadlineQueue admission") {
       CHECK(q.next_drop_time() > Deadline::at(late));
     }
   }
+
+  TEST_CASE("a newcomer that overtakes a tree item after the in-order run counts the run's work against that item's promise") {
+    Items items;
+    DeadlineQueue q{{.capacity = 16, .workers = 1}};
+    // A goes to the run; B comes after it by deadline but not by latest start (200 - 150 = 50 ms
+    // before A's 99 ms), so it goes to the tree. B is predicted to start at 40 ms (after A's
+    // work), its latest start is 50 ms.
+    Item& a = items.add(1, Priority::normal, kNow + 100ms, 1ms, 40ms);
+    Item& b = items.add(2, Priority::normal, kNow + 200ms, 150ms, 10ms);
+    REQUIRE(q.admit(a, kNow).admitted());
+    REQUIRE(q.admit(b, kNow).admitted());
+    // C would start B at 40 + 15 = 55 ms, past its latest start: refused. D (5 ms) keeps it.
+    Item& c = items.add(3, Priority::normal, kNow + 150ms, 1ms, 15ms);
+    CHECK(q.predicted_start(c, kNow) == kNow + 40ms);
+    CHECK(q.admit(c, kNow).reason == Reason::deadline_implausible);
+    Item& d = items.add(4, Priority::normal, kNow + 150ms, 1ms, 5ms);
+    CHECK(q.admit(d, kNow).admitted());
+    std::vector<DroppedItem> dropped;
+    CHECK(id_of(q.pop(kNow, dropped)) == 1);
+    CHECK(id_of(q.pop(kNow, dropped)) == 4);
+    CHECK(id_of(q.pop(kNow, dropped)) == 2);
+    CHECK(dropped.empty());
+  }
 }
