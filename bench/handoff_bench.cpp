@@ -11,9 +11,18 @@
 //                                std::function pool: what one writes by hand
 //   BM_TbbArena                  oneTBB: `task_arena::enqueue` into an arena of kWorkers
 //                                threads (left out when built without libtbb-dev)
-//   BM_SandglassRuntime          `Runtime::submit` of `{.kind = "noop", .budget = 10s}` with an
-//                                outcome callback; the handler calls `ctx.checkpoint()`. Every
+//   BM_SandglassRuntime          `Runtime::submit` of `{.kind = "noop", .budget = 300s}` with an
+//                                outcome callback (estimate_max_age 10 s, see sandglass_runtime); the handler calls `ctx.checkpoint()`. Every
 //                                outcome must be `Reason::ok`, or the benchmark reports an error
+// The same with four producer threads submitting a quarter of the batch each (the daemon's
+// I/O threads submit concurrently): BM_AsioThreadPool4Producers, BM_MutexDequePool4Producers,
+// BM_TbbArena4Producers, BM_SandglassRuntime4Producers.
+// Latency at low load (one job at a time, the workers idle in between):
+//   BM_SubmitToStart/0 (asio::thread_pool), /1 (Runtime): from the submit call until the
+//                                handler's first instruction; counters p50_us and p99_us
+// Memory:
+//   BM_BytesPerQueuedJob         heap bytes (malloc_usable_size) a queued job holds: 10,000
+//                                jobs submitted behind a busy worker, counter bytes_per_job
 // Costs:
 //   BM_Checkpoint                `ctx.checkpoint()` on a context that is never cancelled
 //   BM_AdmissionDecision/...     `DeadlineQueue::admit` with 256 jobs queued: /0 a job that is
@@ -48,6 +57,7 @@
 #include <sandglass/runtime.hpp>
 
 #include <benchmark/benchmark.h>
+#include <malloc.h>
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 
@@ -62,34 +72,78 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <deque>
 #include <functional>
 #include <future>
 #include <latch>
 #include <mutex>
+#include <new>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 namespace {
 
+// Heap bytes allocated and freed by the thread that counts (BM_BytesPerQueuedJob).
+thread_local bool tl_counting = false;
+thread_local std::int64_t tl_live_bytes = 0;
+
+}  // namespace
+
+void* operator new(std::size_t size) {
+  void* p = std::malloc(size == 0 ? 1 : size);
+  if (p == nullptr) throw std::bad_alloc{};
+  if (tl_counting) tl_live_bytes += static_cast<std::int64_t>(malloc_usable_size(p));
+  return p;
+}
+void operator delete(void* p) noexcept {
+  if (p != nullptr && tl_counting) tl_live_bytes -= static_cast<std::int64_t>(malloc_usable_size(p));
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept { operator delete(p); }
+
+namespace {
+
 using namespace std::chrono_literals;
+
+// Runs `producers` threads that call submit(i) for their share of kBatch indices, and waits for
+// them (not for the jobs).
+template <typename Submit>
+void produce(std::size_t producers, std::int64_t batch, const Submit& submit) {
+  if (producers == 1) {
+    for (std::int64_t i = 0; i < batch; ++i) submit(i);
+    return;
+  }
+  std::vector<std::jthread> threads;
+  const std::int64_t share = batch / static_cast<std::int64_t>(producers);
+  for (std::size_t p = 0; p < producers; ++p) {
+    threads.emplace_back([&submit, share] {
+      for (std::int64_t i = 0; i < share; ++i) submit(i);
+    });
+  }
+}
+
+constexpr std::size_t kProducers = 4;
 
 constexpr std::size_t kWorkers = 2;
 constexpr std::int64_t kBatch = 100'000;  // jobs per timed iteration
 
-void BM_AsioThreadPool(benchmark::State& state) {
+void asio_pool(benchmark::State& state, std::size_t producers) {
   boost::asio::thread_pool pool{kWorkers};
   for (auto _ : state) {
     std::latch done{kBatch};
-    for (std::int64_t i = 0; i < kBatch; ++i) {
+    produce(producers, kBatch, [&](std::int64_t) {
       boost::asio::post(pool, [&done] { done.count_down(); });
-    }
+    });
     done.wait();
   }
   pool.join();
   state.SetItemsProcessed(state.iterations() * kBatch);
 }
+void BM_AsioThreadPool(benchmark::State& state) { asio_pool(state, 1); }
+void BM_AsioThreadPool4Producers(benchmark::State& state) { asio_pool(state, kProducers); }
 BENCHMARK(BM_AsioThreadPool)->UseRealTime()->MinTime(1.0)->Unit(benchmark::kMillisecond);
 
 // The same, but every job also gets a result its submitter can wait for (a std::promise, as
@@ -156,44 +210,53 @@ class MutexDequePool {
   std::vector<std::jthread> threads_;       // last: joined first
 };
 
-void BM_MutexDequePool(benchmark::State& state) {
+void mutex_pool(benchmark::State& state, std::size_t producers) {
   MutexDequePool pool{kWorkers};
   for (auto _ : state) {
     std::latch done{kBatch};
-    for (std::int64_t i = 0; i < kBatch; ++i) {
-      pool.post([&done] { done.count_down(); });
-    }
+    produce(producers, kBatch, [&](std::int64_t) { pool.post([&done] { done.count_down(); }); });
     done.wait();
   }
   state.SetItemsProcessed(state.iterations() * kBatch);
 }
+void BM_MutexDequePool(benchmark::State& state) { mutex_pool(state, 1); }
+void BM_MutexDequePool4Producers(benchmark::State& state) { mutex_pool(state, kProducers); }
 BENCHMARK(BM_MutexDequePool)->UseRealTime()->MinTime(1.0)->Unit(benchmark::kMillisecond);
 
 #if SANDGLASS_BENCH_HAVE_TBB
-void BM_TbbArena(benchmark::State& state) {
-  // kWorkers TBB worker threads serve the arena; the producer is not one of its slots.
+void tbb_arena(benchmark::State& state, std::size_t producers) {
+  // kWorkers TBB worker threads serve the arena; the producers are not among its slots.
   tbb::global_control threads{tbb::global_control::max_allowed_parallelism, kWorkers + 1};
   tbb::task_arena arena{static_cast<int>(kWorkers), 0};
   for (auto _ : state) {
     std::latch done{kBatch};
-    for (std::int64_t i = 0; i < kBatch; ++i) {
-      arena.enqueue([&done] { done.count_down(); });
-    }
+    produce(producers, kBatch, [&](std::int64_t) { arena.enqueue([&done] { done.count_down(); }); });
     done.wait();
   }
   state.SetItemsProcessed(state.iterations() * kBatch);
 }
+void BM_TbbArena(benchmark::State& state) { tbb_arena(state, 1); }
+void BM_TbbArena4Producers(benchmark::State& state) { tbb_arena(state, kProducers); }
 BENCHMARK(BM_TbbArena)->UseRealTime()->MinTime(1.0)->Unit(benchmark::kMillisecond);
 #endif
 
-void BM_SandglassRuntime(benchmark::State& state) {
-  // Room for a whole batch: the producer may run far ahead of the workers.
-  sandglass::Runtime rt{{.workers = kWorkers, .capacity = kBatch + 1024}};
+void sandglass_runtime(benchmark::State& state, std::size_t producers) {
+  // Room for a whole batch: the producers may run far ahead of the workers, and the queue
+  // holds most of a batch. A no-op's measured run time includes preemption (on the loaded 2-core
+  // VM a descheduled worker's no-op "ran" 44 ms, and after a stall of the VM it can be the only
+  // sample younger than the default estimate_max_age of 20 ms): the predicted start (queued jobs
+  // x mean run time / workers) then passes 10 s and admission rightly refuses
+  // (deadline_implausible). So: 300 s budgets and samples kept for 10 s; the hand-off, not the
+  // estimator's reaction to a stall, is measured here.
+  const auto budget = std::chrono::seconds{300};
+  sandglass::Runtime rt{{.workers = kWorkers,
+                         .capacity = kBatch + 1024,
+                         .estimate_max_age = std::chrono::seconds{10}}};
   std::atomic<std::uint64_t> not_ok{0};
   for (auto _ : state) {
     std::latch done{kBatch};
-    for (std::int64_t i = 0; i < kBatch; ++i) {
-      rt.submit({.kind = "noop", .budget = 10s},
+    produce(producers, kBatch, [&](std::int64_t) {
+      rt.submit({.kind = "noop", .budget = budget},
                 [](sandglass::JobContext& ctx) { ctx.checkpoint(); },
                 [&done, &not_ok](const sandglass::Outcome& o) {
                   if (o.reason != sandglass::Reason::ok) {
@@ -201,7 +264,7 @@ void BM_SandglassRuntime(benchmark::State& state) {
                   }
                   done.count_down();
                 });
-    }
+    });
     done.wait();
   }
   rt.shutdown(1s);
@@ -210,7 +273,88 @@ void BM_SandglassRuntime(benchmark::State& state) {
     state.SkipWithError(("jobs without outcome ok: " + std::to_string(bad)).c_str());
   }
 }
+void BM_SandglassRuntime(benchmark::State& state) { sandglass_runtime(state, 1); }
+void BM_SandglassRuntime4Producers(benchmark::State& state) { sandglass_runtime(state, kProducers); }
 BENCHMARK(BM_SandglassRuntime)->UseRealTime()->MinTime(1.0)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AsioThreadPool4Producers)->UseRealTime()->MinTime(1.0)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MutexDequePool4Producers)->UseRealTime()->MinTime(1.0)->Unit(benchmark::kMillisecond);
+#if SANDGLASS_BENCH_HAVE_TBB
+BENCHMARK(BM_TbbArena4Producers)->UseRealTime()->MinTime(1.0)->Unit(benchmark::kMillisecond);
+#endif
+BENCHMARK(BM_SandglassRuntime4Producers)->UseRealTime()->MinTime(1.0)->Unit(benchmark::kMillisecond);
+
+// Median and 99th percentile of latency samples, as counters in microseconds.
+void report_percentiles(benchmark::State& state, std::vector<double>& samples_us);
+
+// Low load: one job at a time, and the workers idle (asleep) before each.
+void BM_SubmitToStart(benchmark::State& state) {
+  const bool runtime = state.range(0) == 1;
+  std::optional<boost::asio::thread_pool> pool;
+  std::optional<sandglass::Runtime> rt;
+  if (runtime) {
+    rt.emplace(sandglass::RuntimeOptions{.workers = kWorkers, .capacity = 64});
+  } else {
+    pool.emplace(kWorkers);
+  }
+  std::vector<double> samples_us;
+  for (auto _ : state) {
+    std::this_thread::sleep_for(200us);  // the workers go back to sleep
+    std::atomic<sandglass::TimePoint> started{sandglass::TimePoint{}};
+    std::latch done{1};
+    const sandglass::TimePoint t0 = sandglass::Clock::now();
+    if (runtime) {
+      rt->submit({.kind = "noop", .budget = 10s}, [&](sandglass::JobContext&) {
+        // Pairs with the acquire load below (after the latch, which orders it anyway).
+        started.store(sandglass::Clock::now(), std::memory_order_release);
+        done.count_down();
+      });
+    } else {
+      boost::asio::post(*pool, [&] {
+        started.store(sandglass::Clock::now(), std::memory_order_release);
+        done.count_down();
+      });
+    }
+    done.wait();
+    const std::chrono::duration<double> latency = started.load(std::memory_order_acquire) - t0;
+    state.SetIterationTime(latency.count());
+    samples_us.push_back(latency.count() * 1e6);
+  }
+  report_percentiles(state, samples_us);
+  state.SetLabel(runtime ? "sandglass::Runtime" : "asio::thread_pool");
+  if (rt) rt->shutdown(1s);
+  if (pool) pool->join();
+}
+BENCHMARK(BM_SubmitToStart)->Arg(0)->Arg(1)->UseManualTime()->Iterations(3000)->Unit(benchmark::kMicrosecond);
+
+// Heap bytes per queued job: a busy worker, 10,000 jobs queued behind it.
+void BM_BytesPerQueuedJob(benchmark::State& state) {
+  constexpr std::int64_t kQueued = 10'000;
+  double per_job = 0;
+  for (auto _ : state) {
+    sandglass::Runtime rt{{.workers = 1, .capacity = kQueued + 16}};
+    std::latch running{1};
+    std::latch release{1};
+    rt.submit({.kind = "block", .budget = 60s}, [&](sandglass::JobContext&) {
+      running.count_down();
+      release.wait();
+    });
+    running.wait();
+    std::vector<sandglass::JobHandle> handles;
+    handles.reserve(kQueued);
+    tl_live_bytes = 0;
+    tl_counting = true;
+    for (std::int64_t i = 0; i < kQueued; ++i) {
+      handles.push_back(rt.submit({.kind = "noop", .budget = 60s}, [](sandglass::JobContext&) {}));
+    }
+    tl_counting = false;
+    per_job = static_cast<double>(tl_live_bytes) / static_cast<double>(kQueued);
+    if (rt.stats().queued != static_cast<std::size_t>(kQueued)) state.SkipWithError("jobs were not queued");
+    release.count_down();
+    rt.shutdown(10s);
+  }
+  state.counters["bytes_per_job"] = per_job;
+}
+BENCHMARK(BM_BytesPerQueuedJob)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 void BM_Checkpoint(benchmark::State& state) {
   sandglass::CancelSource source;
@@ -253,7 +397,8 @@ BENCHMARK(BM_AdmissionDecision)->Arg(0)->Arg(1);
 // A whole rejection through the Runtime: from submit until the outcome callback ran.
 void BM_RejectionLatency(benchmark::State& state) {
   const bool implausible = state.range(0) == 1;
-  sandglass::Runtime rt{{.workers = 1, .capacity = 1}};
+  // Samples kept for an hour: the one that teaches "slow" must not age out during the run.
+  sandglass::Runtime rt{{.workers = 1, .capacity = 1, .estimate_max_age = std::chrono::hours{1}}};
   // Teach the estimator that "slow" takes about 10 ms.
   rt.submit({.kind = "slow", .budget = 1s}, [](sandglass::JobContext& ctx) { ctx.sleep_for(10ms); }).wait();
   // Occupy the worker, then fill the queue.

@@ -11,17 +11,26 @@ bool CancelState::signal(CancelCause cause) noexcept {
                                        std::memory_order_seq_cst, std::memory_order_relaxed);
 }
 
-void CancelState::run_callbacks() noexcept {
-  bool has_callbacks = false;
-  {
-    // Either stop_token_for_callback() saw the cause (and runs its callback itself), or we see
-    // the stop_source it created: each callback runs exactly once.
-    std::lock_guard lock{mu_};
-    has_callbacks = stop_.stop_possible();
+CancelState::~CancelState() { delete callbacks_.load(std::memory_order_acquire); }
+
+CancelState::Callbacks& CancelState::callbacks() {
+  Callbacks* existing = callbacks_.load(std::memory_order_seq_cst);
+  if (existing != nullptr) return *existing;
+  auto fresh = std::make_unique<Callbacks>();
+  // Pairs with the seq_cst load in run_callbacks(): see stop_token_for_callback().
+  if (callbacks_.compare_exchange_strong(existing, fresh.get(), std::memory_order_seq_cst)) {
+    return *fresh.release();
   }
-  // stop_ no longer changes once created. request_stop runs the callbacks on this thread,
-  // outside our lock and outside std's internal one.
-  if (has_callbacks) stop_.request_stop();
+  return *existing;  // another registrant was first
+}
+
+void CancelState::run_callbacks() noexcept {
+  // Either stop_token_for_callback() saw the cause (and its caller runs its callback itself),
+  // or this load sees the callbacks it installed: each callback runs exactly once. (Both sides
+  // are seq_cst: the installer's exchange comes before its load of word_, the canceller's
+  // exchange of word_ before this load.) request_stop runs the callbacks on this thread,
+  // outside std's internal lock.
+  if (Callbacks* c = callbacks_.load(std::memory_order_seq_cst)) c->stop.request_stop();
 }
 
 CancelCause CancelState::close() noexcept {
@@ -35,24 +44,24 @@ CancelCause CancelState::close() noexcept {
 }
 
 std::optional<std::stop_token> CancelState::stop_token_for_callback() {
-  std::lock_guard lock{mu_};
-  const std::uint8_t word = word_.load(std::memory_order_acquire);
+  Callbacks& c = callbacks();  // installed (seq_cst) before word_ is read
+  const std::uint8_t word = word_.load(std::memory_order_seq_cst);
   if (word != kClosed && word != static_cast<std::uint8_t>(CancelCause::none)) {
     return std::nullopt;
   }
-  if (!stop_.stop_possible()) stop_ = std::stop_source{};
-  return stop_.get_token();
+  return c.stop.get_token();
 }
 
 void CancelState::link_to(const std::shared_ptr<CancelState>& parent) {
   if (!parent) return;
-  parent_ = parent;
+  Callbacks& c = callbacks();
+  c.parent = parent;
   std::optional<std::stop_token> token = parent->stop_token_for_callback();
   if (!token) {
     cancel(CancelCause::upstream);
     return;
   }
-  parent_link_.emplace(std::move(*token), Forward{this});
+  c.parent_link.emplace(std::move(*token), Forward{this});
 }
 
 }  // namespace detail

@@ -215,8 +215,82 @@ DeadlineQueue::~DeadlineQueue() {
   // Marks what is left unqueued.
   for (Class& c : classes_) {
     QueueTree::clear<kItems>(c.items.root);
+    for (QueueItem* x = c.run.head; x != nullptr;) {
+      QueueItem* next = x->node_.right;
+      x->node_.left = x->node_.right = nullptr;
+      x->place_ = QueueItem::Place::none;
+      x->in_run_ = false;
+      x = next;
+    }
     for (Tree& parked : c.parked_by_group) QueueTree::clear<kItems>(parked.root);
   }
+}
+
+std::int64_t DeadlineQueue::class_prefix(const Class& c, const QueueItem& key) const noexcept {
+  const std::int64_t in_tree = c.items_max == nullptr || QueueTree::less(*c.items_max, key)
+                                   ? QueueTree::sum<kItems>(c.items.root)
+                                   : QueueTree::prefix<kItems>(c.items.root, key);
+  std::int64_t in_run = c.run.sum;
+  if (c.run.tail != nullptr && !QueueTree::less(*c.run.tail, key)) {
+    // Only predicted_start asks about a key inside the run (admit moves the run first).
+    in_run = 0;
+    for (const QueueItem* x = c.run.head; x != nullptr && QueueTree::less(*x, key); x = x->node_.right) {
+      in_run = add_sat(in_run, x->counted_);
+    }
+  }
+  return add_sat(in_tree, in_run);
+}
+
+void DeadlineQueue::tree_insert(Class& c, QueueItem& item) {
+  QueueTree::insert<kItems>(c.items.root, item, next_heap());
+  ++c.items.size;
+  if (c.items_max == nullptr || QueueTree::less(*c.items_max, item)) c.items_max = &item;
+}
+
+void DeadlineQueue::tree_erase(Class& c, QueueItem& item) noexcept {
+  c.items.root = QueueTree::erase<kItems>(c.items.root, item);
+  --c.items.size;
+  if (c.items_max == &item) c.items_max = QueueTree::rightmost<kItems>(c.items.root);
+}
+
+void DeadlineQueue::run_push(Class& c, QueueItem& item) noexcept {
+  item.node_.left = c.run.tail;
+  item.node_.right = nullptr;
+  if (c.run.tail != nullptr) {
+    c.run.tail->node_.right = &item;
+  } else {
+    c.run.head = &item;
+  }
+  c.run.tail = &item;
+  ++c.run.size;
+  c.run.sum = add_sat(c.run.sum, item.counted_);
+  item.in_run_ = true;
+}
+
+void DeadlineQueue::run_erase(Class& c, QueueItem& item) noexcept {
+  QueueItem* prev = item.node_.left;
+  QueueItem* next = item.node_.right;
+  (prev != nullptr ? prev->node_.right : c.run.head) = next;
+  (next != nullptr ? next->node_.left : c.run.tail) = prev;
+  item.node_.left = item.node_.right = nullptr;
+  --c.run.size;
+  c.run.sum = add_sat(c.run.sum, -item.counted_);
+  item.in_run_ = false;
+}
+
+void DeadlineQueue::flush_run(Class& c) {
+  while (QueueItem* item = c.run.head) {
+    run_erase(c, *item);
+    tree_insert(c, *item);
+  }
+}
+
+QueueItem* DeadlineQueue::class_front(Class& c) noexcept {
+  QueueItem* in_tree = QueueTree::leftmost<kItems>(c.items.root);
+  QueueItem* in_run = c.run.head;
+  if (in_tree == nullptr) return in_run;
+  if (in_run == nullptr) return in_tree;
+  return QueueTree::less(*in_run, *in_tree) ? in_run : in_tree;
 }
 
 std::uint32_t DeadlineQueue::next_heap() noexcept {
@@ -259,7 +333,7 @@ TimePoint DeadlineQueue::predicted_start(const QueueItem& item, TimePoint now, L
   key.deadline = item.deadline;
   key.seq_ = std::numeric_limits<std::uint64_t>::max();  // after every queued item's arrival
   const Class& c = classes_[static_cast<std::size_t>(item.priority)];
-  const std::int64_t ahead = add_sat(higher_work(item.priority), QueueTree::prefix<kItems>(c.items.root, key));
+  const std::int64_t ahead = add_sat(higher_work(item.priority), class_prefix(c, key));
   TimePoint start = saturating_add(
       saturating_add(now, from_ns(ahead / static_cast<std::int64_t>(options_.workers))),
       std::max(load.busy_for, Duration::zero()));
@@ -284,6 +358,16 @@ Admission DeadlineQueue::admit(QueueItem& item, TimePoint now, Load load) {
   const Duration left = item.deadline.remaining(now);
   if (left < options_.min_useful || left == Duration::zero()) return {Reason::budget_too_small};
   item.counted_ = ns(item.work > Duration::zero() ? item.work : item.estimate);
+  {
+    // A newcomer that would overtake part of its class's run: the run goes into the tree, where
+    // prefix sums and slacks answer for any key.
+    QueueItem key = {};
+    key.priority = item.priority;
+    key.deadline = item.deadline;
+    key.seq_ = std::numeric_limits<std::uint64_t>::max();
+    Class& c = class_of(item);
+    if (c.run.tail != nullptr && QueueTree::less(key, *c.run.tail)) flush_run(c);
+  }
   if (item.estimate > Duration::zero()) {
     const TimePoint start = predicted_start(item, now, load);
     if (saturating_add(start, item.estimate) > item.deadline.time_point()) {
@@ -298,10 +382,16 @@ Admission DeadlineQueue::admit(QueueItem& item, TimePoint now, Load load) {
     key.deadline = item.deadline;
     key.seq_ = std::numeric_limits<std::uint64_t>::max();
     const Class& c = class_of(item);
+    // The class's run is all before the newcomer (admit moved it into the tree otherwise), and
+    // so before every item it overtakes: its work counts for them as well.
     const std::int64_t base = add_sat(
-        scaled(saturating_add(now, std::max(load.busy_for, Duration::zero()))),
-        higher_work(item.priority));
-    const std::int64_t tightest = QueueTree::min_slack_after<kItems>(c.items.root, key);
+        add_sat(scaled(saturating_add(now, std::max(load.busy_for, Duration::zero()))),
+                higher_work(item.priority)),
+        c.run.sum);
+    // Items it overtakes are in the tree (the run is all before it): none when it comes last.
+    const std::int64_t tightest = c.items_max == nullptr || QueueTree::less(*c.items_max, key)
+                                      ? kInf
+                                      : QueueTree::min_slack_after<kItems>(c.items.root, key);
     const std::int64_t slack = add_sat(tightest, -base);
     if (tightest != kInf && slack >= 0 && slack < item.counted_) return {Reason::deadline_implausible};
   }
@@ -318,7 +408,10 @@ QueueItem* DeadlineQueue::shed_for(Priority newcomer) noexcept {
   // The lowest non-empty class below the newcomer's gives up its latest item, parked or not.
   for (std::size_t p = kPriorityCount; p-- > static_cast<std::size_t>(newcomer) + 1;) {
     Class& c = classes_[p];
-    QueueItem* victim = QueueTree::rightmost<kItems>(c.items.root);
+    QueueItem* victim = c.items_max;
+    if (c.run.tail != nullptr && (victim == nullptr || QueueTree::less(*victim, *c.run.tail))) {
+      victim = c.run.tail;
+    }
     for (Tree& parked : c.parked_by_group) {
       QueueItem* latest = QueueTree::rightmost<kItems>(parked.root);
       if (latest != nullptr && (victim == nullptr || victim->deadline < latest->deadline)) {
@@ -335,7 +428,7 @@ QueueItem* DeadlineQueue::shed_for(Priority newcomer) noexcept {
 
 QueueItem* DeadlineQueue::front() noexcept {
   for (Class& c : classes_) {
-    if (c.items.root != nullptr) return QueueTree::leftmost<kItems>(c.items.root);
+    if (QueueItem* first = class_front(c)) return first;
   }
   return nullptr;
 }
@@ -390,6 +483,16 @@ void DeadlineQueue::expire(TimePoint now, std::vector<DroppedItem>& dropped) {
   };
   for (Class& c : classes_) {
     drain(c.items);
+    // The run's latest starts grow from its head, so its head is due first.
+    while (c.run.head != nullptr && c.run.head->drop_at_ <= now) {
+      QueueItem& item = *c.run.head;
+      const bool expired = item.deadline.expired(now);
+      if (!expired && !(options_.drop_if_cannot_finish && item.deadline.remaining(now) < item.estimate)) {
+        break;
+      }
+      unlink(item);
+      dropped.push_back({&item, expired ? Reason::expired_in_queue : Reason::too_late_to_start});
+    }
     for (Tree& parked : c.parked_by_group) drain(parked);
   }
 }
@@ -398,6 +501,7 @@ Deadline DeadlineQueue::next_drop_time() const noexcept {
   TimePoint next = TimePoint::max();
   for (const Class& c : classes_) {
     next = std::min(next, QueueTree::min_drop<kItems>(c.items.root));
+    if (c.run.head != nullptr) next = std::min(next, c.run.head->drop_at_);
     for (const Tree& parked : c.parked_by_group) {
       next = std::min(next, QueueTree::min_drop<kItems>(parked.root));
     }
@@ -409,8 +513,7 @@ Deadline DeadlineQueue::next_drop_time() const noexcept {
 
 void DeadlineQueue::park(QueueItem& item) {
   Class& c = class_of(item);
-  c.items.root = QueueTree::erase<kItems>(c.items.root, item);
-  --c.items.size;
+  tree_erase(c, item);
   Group& group = group_of(item.group);
   if (item.unparked_) {
     item.unparked_ = false;
@@ -436,8 +539,7 @@ bool DeadlineQueue::unpark_one(std::uint32_t group) {
     Group& g = groups_[group - 1];
     --g.parked;
     ++g.unparked;
-    QueueTree::insert<kItems>(c.items.root, item, next_heap());
-    ++c.items.size;
+    tree_insert(c, item);
     item.place_ = QueueItem::Place::queued;
     item.unparked_ = true;
     return true;
@@ -466,7 +568,10 @@ std::vector<QueueItem*> DeadlineQueue::take_all() {
       all.push_back(&item);
     }
   };
-  for (Class& c : classes_) take(c.items);
+  for (Class& c : classes_) {
+    flush_run(c);
+    take(c.items);
+  }
   for (Class& c : classes_) {
     for (Tree& parked : c.parked_by_group) take(parked);
   }
@@ -482,6 +587,7 @@ Deadline DeadlineQueue::earliest_deadline() const noexcept {
   };
   for (const Class& c : classes_) {
     consider(c.items);
+    if (c.run.head != nullptr) earliest = earlier(earliest, c.run.head->deadline);
     for (const Tree& parked : c.parked_by_group) consider(parked);
   }
   return earliest;
@@ -489,7 +595,7 @@ Deadline DeadlineQueue::earliest_deadline() const noexcept {
 
 std::size_t DeadlineQueue::size(Priority priority) const noexcept {
   const Class& c = classes_[static_cast<std::size_t>(priority)];
-  return c.items.size + c.parked;
+  return c.items.size + c.run.size + c.parked;
 }
 
 std::size_t DeadlineQueue::parked(std::uint32_t group) const noexcept {
@@ -513,8 +619,16 @@ void DeadlineQueue::link(QueueItem& item) {
   item.scaled_latest_ = scaled(latest_start);
   item.drop_at_ = options_.drop_if_cannot_finish ? latest_start : item.deadline.time_point();
   item.unparked_ = false;
-  QueueTree::insert<kItems>(c.items.root, item, next_heap());
-  ++c.items.size;
+  // Appended to the run when it comes last in its class by deadline and by latest start.
+  const bool in_order =
+      item.group == 0 && (c.items_max == nullptr || QueueTree::less(*c.items_max, item)) &&
+      (c.run.tail == nullptr ||
+       (QueueTree::less(*c.run.tail, item) && c.run.tail->drop_at_ <= item.drop_at_));
+  if (in_order) {
+    run_push(c, item);
+  } else {
+    tree_insert(c, item);
+  }
   c.work = add_sat(c.work, item.counted_);
   if (item.group != 0) {
     Group& group = group_of(item.group);
@@ -533,9 +647,10 @@ void DeadlineQueue::unlink(QueueItem& item) noexcept {
     --parked.size;
     --c.parked;
     --groups_[item.group - 1].parked;
+  } else if (item.in_run_) {
+    run_erase(c, item);
   } else {
-    c.items.root = QueueTree::erase<kItems>(c.items.root, item);
-    --c.items.size;
+    tree_erase(c, item);
     if (item.unparked_) --groups_[item.group - 1].unparked;
   }
   if (item.group != 0) {

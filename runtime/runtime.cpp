@@ -42,6 +42,11 @@ JobHandle Runtime::submit(JobSpec spec, Handler handler, OutcomeCallback on_outc
   return core_->submit(std::move(spec), std::move(handler), std::move(on_outcome));
 }
 
+JobHandle Runtime::submit(JobSpec spec, AwaitableHandler handler, OutcomeCallback on_outcome) {
+  return core_->submit(std::move(spec), {}, std::move(on_outcome),
+                       std::make_unique<detail::AwaitableRun>(std::move(handler)));
+}
+
 void Runtime::shutdown_until(Deadline drain_deadline) { core_->shutdown_until(drain_deadline); }
 void Runtime::stop_admitting() { core_->stop_admitting(); }
 

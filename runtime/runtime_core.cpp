@@ -3,7 +3,6 @@
 #include "workers/callback_scope.hpp"
 
 #include <boost/asio/post.hpp>
-#include <boost/pool/pool_alloc.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -17,6 +16,8 @@
 
 namespace sandglass::detail {
 namespace {
+
+constexpr Duration kTimerLongestSleep = std::chrono::milliseconds{100};
 
 DeadlineQueueOptions queue_options(const RuntimeOptions& o) {
   // Bulkhead groups are numbered in kind_limits' order (see the constructor).
@@ -69,11 +70,51 @@ std::string implausible_message(TimePoint start, TimePoint now, Duration estimat
   }
   return text;
 }
+// Tells runtimes apart in the per-thread caches (an address may be reused).
+std::atomic<std::uint64_t> g_next_serial{1};
 
 }  // namespace
 
+EstimateState::Figures EstimateState::figures(TimePoint now) {
+  if (now.time_since_epoch().count() >= age_due_ns_.load(std::memory_order_relaxed)) {
+    std::unique_lock lock{estimator_mu_, std::try_to_lock};
+    if (lock.owns_lock()) {
+      estimator_.age(now);
+      publish_figures();
+    }
+  }
+  return {.tail = Duration{tail_ns_.load(std::memory_order_relaxed)},
+          .central = Duration{central_ns_.load(std::memory_order_relaxed)}};
+}
+
+void EstimateState::record(Duration run_time, TimePoint now) {
+  std::lock_guard lock{estimator_mu_};
+  estimator_.record(run_time, now);
+  publish_figures();
+}
+
+EstimateSnapshot EstimateState::snapshot(const std::string& key) {
+  std::lock_guard lock{estimator_mu_};
+  return {.key = key,
+          .kind = kind_,
+          .mean = estimator_.central(),
+          .tail = estimator_.tail(),
+          .samples = estimator_.samples(),
+          .kept = estimator_.kept()};
+}
+
+void EstimateState::publish_figures() noexcept {
+  tail_ns_.store(estimator_.tail().count(), std::memory_order_relaxed);
+  central_ns_.store(estimator_.central().count(), std::memory_order_relaxed);
+  age_due_ns_.store(estimator_.next_age_check().time_since_epoch().count(),
+                    std::memory_order_relaxed);
+}
+
 RuntimeCore::RuntimeCore(RuntimeOptions options)
-    : options_{std::move(options)}, queue_{queue_options(options_)}, busy_(options_.workers) {
+    : options_{std::move(options)},
+      queue_{queue_options(options_)},
+      slots_(options_.workers),
+      serial_{g_next_serial.fetch_add(1, std::memory_order_relaxed)} {
   // Bulkhead kinds get their groups up front so that pop() never grows a vector under load.
   for (const auto& [kind, limit] : options_.kind_limits) {
     KindState& ks = kind_state(kind);
@@ -95,15 +136,15 @@ RuntimeCore::~RuntimeCore() {
 }
 
 Load RuntimeCore::load_for(const KindState& ks, TimePoint now) const {
-  const bool worker_idle = running_.size() < options_.workers;
+  const bool worker_idle = running_count_ < slots_.size();
   const bool slot_free = ks.group == 0 || ks.running < ks.limit;
   if (worker_idle && slot_free) return {};
   // One step per worker (not per job): the work the running jobs still need, spread over the
   // workers (or the group's slots) as the queued work is.
   Duration all{};
   Duration group{};
-  for (const WorkerSlot& slot : busy_) {
-    if (!slot.busy) continue;
+  for (const RunSlot& slot : slots_) {
+    if (slot.job == nullptr) continue;
     const Duration left = std::max(saturating_sub(slot.expected_end, now), Duration::zero());
     auto add = [](Duration sum, Duration d) {
       return d >= Duration::max() / 2 - sum ? Duration::max() / 2 : sum + d;
@@ -127,27 +168,54 @@ void RuntimeCore::start() {
 }
 
 KindState& RuntimeCore::kind_state(const std::string& kind) {
-  auto it = kinds_.find(std::string_view{kind});
-  if (it == kinds_.end()) {
-    it = kinds_.try_emplace(kind, KindState{}).first;
-  }
+  // Producers mostly submit one kind after another: a one-entry cache per thread spares them
+  // the hash and the lock.
+  thread_local struct {
+    std::uint64_t runtime = 0;
+    std::string kind;
+    KindState* state = nullptr;
+  } last;
+  if (last.runtime == serial_ && last.kind == kind) return *last.state;
+  std::lock_guard lock{kinds_mu_};
+  auto it = kinds_.try_emplace(kind).first;
+  last.runtime = serial_;
+  last.kind = kind;
+  last.state = &it->second;
   return it->second;
 }
 
-ServiceTimeEstimator& RuntimeCore::estimator_for(const std::string& key, const std::string& kind) {
+EstimateState& RuntimeCore::estimate_state(const std::string& key, const std::string& kind) {
+  thread_local struct {  // as in kind_state
+    std::uint64_t runtime = 0;
+    std::string key;
+    EstimateState* state = nullptr;
+  } last;
+  if (last.runtime == serial_ && last.key == key) return *last.state;
+  std::lock_guard lock{kinds_mu_};
   auto it = estimates_.find(std::string_view{key});
   if (it == estimates_.end()) {
     const ServiceTimeEstimatorOptions estimator{.quantile = options_.estimate_quantile,
                                                 .window = options_.estimate_window,
                                                 .max_age = options_.estimate_max_age,
                                                 .age_in_runs = options_.estimate_age_in_runs};
-    it = estimates_.try_emplace(key, EstimateState{kind, ServiceTimeEstimator{estimator}}).first;
+    it = estimates_.try_emplace(key, kind, ServiceTimeEstimator{estimator}).first;
   }
-  return it->second.estimator;
+  last.runtime = serial_;
+  last.key = key;
+  last.state = &it->second;
+  return it->second;
 }
 
-JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback on_outcome) {
-  if (!handler) throw std::invalid_argument{"submit: handler is empty"};
+JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback on_outcome,
+                              std::unique_ptr<AwaitableRun> awaitable) {
+  if (awaitable) {
+    if (!awaitable->handler.fn) throw std::invalid_argument{"submit: awaitable handler is empty"};
+    if (!awaitable->handler.executor) {
+      throw std::invalid_argument{"submit: awaitable handler has no executor"};
+    }
+  } else if (!handler) {
+    throw std::invalid_argument{"submit: handler is empty"};
+  }
   if (spec.kind.empty()) {
     throw std::invalid_argument{
         "submit: kind is empty (name what the job does; estimates and limits go by it)"};
@@ -157,15 +225,18 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
   }
   submitted_.fetch_add(1, std::memory_order_relaxed);
 
-  // Jobs are made on the submitting thread and freed on a worker: a pool spares malloc that
-  // cross-thread pattern.
-  auto job = std::allocate_shared<Job>(boost::fast_pool_allocator<Job>{});
+  // The system allocator: its per-thread caches take no global lock (a pool allocator with one
+  // mutex serialised every submitter and worker on it).
+  auto job = std::make_shared<Job>();
   job->id = next_id_.fetch_add(1, std::memory_order_relaxed);
   job->kind = std::move(spec.kind);
-  job->idempotency_key = std::move(spec.idempotency_key);
+  if (!spec.idempotency_key.empty()) {
+    job->idempotency_key = std::make_unique<std::string>(std::move(spec.idempotency_key));
+  }
   std::string estimate_key = spec.estimate_key.empty() ? job->kind : std::move(spec.estimate_key);
   job->priority = spec.priority;
   job->handler = std::move(handler);
+  job->awaitable = std::move(awaitable);
   job->on_outcome = std::move(on_outcome);
   job->core = this;
 
@@ -196,19 +267,20 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
     });
   }
 
+  KindState& ks = kind_state(job->kind);
+  EstimateState& es = estimate_state(estimate_key, job->kind);
+  const EstimateState::Figures figures = es.figures(now);
   Admission admission;
   std::shared_ptr<Job> shed;
   std::string rejection;  // why, for deadline_implausible
   bool wake_worker = false;
+  bool wake_timer = false;
   {
     Lock lock = lock_hot_path();
-    KindState& ks = kind_state(job->kind);
     job->kind_state = &ks;
-    ServiceTimeEstimator& estimator = estimator_for(estimate_key, job->kind);
-    job->estimator = &estimator;
-    estimator.age(now);
-    job->estimate = estimator.tail();
-    job->work = estimator.central();
+    job->estimate_state = &es;
+    job->estimate = figures.tail;
+    job->work = figures.central;
     job->group = ks.group;
     const Load load = load_for(ks, now);
     admission = queue_.admit(*job, now, load);
@@ -223,7 +295,7 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
       // A spinning worker takes this job (and wakes another if more are waiting).
       wake_worker = !spinning_ && claim_idle_worker();
       // The timer removes it at its latest useful start (see DeadlineQueue::next_drop_time).
-      wake_timer_for(options_.drop_if_cannot_finish
+      wake_timer = wake_timer_for(options_.drop_if_cannot_finish
                          ? Deadline::at(saturating_add(job->deadline.time_point(),
                                                        Duration{1} - job->estimate))
                          : job->deadline);
@@ -237,6 +309,7 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
   // Told after unlocking, so the woken or spinning worker does not run into the lock we hold.
   if (admission.admitted()) admitted_.fetch_add(1, std::memory_order_relaxed);
   if (wake_worker) work_ready_.notify_one();
+  if (wake_timer) timer_wake_.notify_one();
   if (shed) finish_unstarted(*shed, State::rejected, Reason::shed, CancelCause::none);
   if (!admission.admitted()) {
     finish_unstarted(*job, State::rejected, admission.reason, CancelCause::none,
@@ -286,13 +359,20 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<J
   thread_local std::vector<DroppedItem> dropped;
   std::vector<DroppedJob> dropped_jobs;
   bool spun = false;
+  // One clock read per transition: the end of the run just finished is the `now` of this pop.
+  TimePoint now = finished ? saturating_add(finished->started_at, outcome.timings.run_time)
+                           : Clock::now();
   Lock lock = lock_hot_path();
-  if (finished) record_finished(*finished, outcome);
-  for (;;) {
-    const TimePoint now = Clock::now();
-    QueueItem* item = queue_.pop(now, dropped, can_start_);
+  const bool sample = finished && record_finished(*finished, outcome);
+  for (bool first = true;; first = false) {
+    if (!first) now = Clock::now();
+    // A job starts only into a free run slot (jobs that hold no thread keep theirs).
+    QueueItem* item =
+        running_count_ < slots_.size() ? queue_.pop(now, dropped, can_start_) : nullptr;
     take_dropped(dropped, dropped_jobs);
-    std::shared_ptr<Job> started = item != nullptr ? start(job_of(item), now, worker) : nullptr;
+    bool wake_timer = false;
+    std::shared_ptr<Job> started =
+        item != nullptr ? start(job_of(item), now, worker, wake_timer) : nullptr;
     // More work than this worker: pass the wake-up on (submitters skip it while one spins).
     const bool wake_another = started && !queue_.empty() && claim_idle_worker();
     if (started || finished || !dropped_jobs.empty()) {
@@ -300,19 +380,31 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<J
       if (!dropped_jobs.empty()) notify_if_drained();
       lock.unlock();
       if (wake_another) work_ready_.notify_one();
+      if (wake_timer) timer_wake_.notify_one();
       if (finished) {
+        // Before the outcome: whoever waits for it then sees the sample in the estimate.
+        if (sample) finished->estimate_state->record(outcome.timings.run_time, now);
         publish(*finished, std::move(outcome));
         finished.reset();
       }
       finish_dropped(dropped_jobs);
+      if (started && started->awaitable) {
+        // It keeps its slot, not this thread: start it on its executor and look for more.
+        launch_awaitable(started, *this, options_.budget);
+        started.reset();
+        lock = lock_hot_path();
+        continue;
+      }
       if (started) return started;
       lock = lock_hot_path();
       continue;
     }
     if (stop_workers_) return nullptr;
-    if (!spun && !spinning_) {
+    if (!spun && !spinning_ && cores_ >= running_count_ + 2) {
       // One idle worker at a time spins briefly before it sleeps: at high rates the next job
-      // arrives within microseconds, and a futex sleep plus wake-up costs more than that.
+      // arrives within microseconds, and a futex sleep plus wake-up costs more than that. Only
+      // while a core is free for it (beside the running handlers and a submitter): on a busy
+      // machine the spin would take the CPU from the very thread that would end it.
       spun = true;
       spinning_ = true;
       const std::uint64_t seen = admitted_.load(std::memory_order_relaxed);
@@ -332,39 +424,57 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<J
   }
 }
 
-std::shared_ptr<Job> RuntimeCore::start(Job& job, TimePoint now, std::size_t worker) {
+void RuntimeCore::finish_detached(std::shared_ptr<Job> job, Outcome&& outcome) noexcept {
+  const TimePoint end = saturating_add(job->started_at, outcome.timings.run_time);
+  bool sample = false;
+  bool wake_worker = false;
+  {
+    Lock lock = lock_hot_path();
+    sample = record_finished(*job, outcome);
+    // A slot is free: a worker may start what waits for one.
+    wake_worker = !queue_.empty() && claim_idle_worker();
+  }
+  if (wake_worker) work_ready_.notify_one();
+  if (sample) job->estimate_state->record(outcome.timings.run_time, end);
+  publish(*job, std::move(outcome));
+  // Shutdown returns only once this outcome is out (no thread of ours to join covers it).
+  std::lock_guard lock{mu_};
+  if (--detached_ == 0) drained_.notify_all();
+}
+
+std::shared_ptr<Job> RuntimeCore::start(Job& job, TimePoint now, std::size_t worker,
+                                        bool& wake_timer) {
+  // The worker's own slot when free (always, unless jobs that hold no thread took it).
+  std::size_t slot = worker < slots_.size() && slots_[worker].job == nullptr ? worker : 0;
+  while (slots_[slot].job != nullptr) ++slot;
   job.phase = Job::Phase::running;
   job.started_at = now;
-  job.worker = worker;
+  job.worker = slot;
   job.started_.store(true, std::memory_order_release);  // pairs with JobHandle::progress
-  job.make_cancel_state();
   ++job.kind_state->running;
-  running_.insert(job);
+  ++running_count_;
+  if (job.awaitable) ++detached_;
   // The tail estimate, less what has run: for a kind of fixed length that is what is left; for
   // a memoryless one (exponential run times) it stays near the mean on average.
-  busy_[worker] = {.expected_end = saturating_add(now, job.estimate),
-                   .group = job.group,
-                   .busy = true};
-  wake_timer_for(job.deadline);
+  slots_[slot] = {.job = &job, .expected_end = saturating_add(now, job.estimate), .group = job.group};
+  wake_timer = wake_timer_for(job.deadline);
   return job.self;
 }
 
-void RuntimeCore::record_finished(Job& job, const Outcome& outcome) {
-  running_.erase(running_.iterator_to(job));
+bool RuntimeCore::record_finished(Job& job, const Outcome& outcome) {
+  slots_[job.worker].job = nullptr;
+  --running_count_;
   job.phase = Job::Phase::finished;
   job.self.reset();  // the worker still holds its own reference
   KindState& ks = *job.kind_state;
   --ks.running;
-  busy_[job.worker].busy = false;
   // The group's slot is free: this worker's next pop unparks the group's next item itself.
   // Completed and failed runs are whole samples; a run stopped by its deadline is a lower
   // bound worth keeping (dropping it would teach the estimator that the kind is fast).
   // Runs cut short by the caller, upstream or shutdown say nothing about the kind.
-  if (outcome.state == State::completed || outcome.state == State::failed ||
-      outcome.cause == CancelCause::deadline) {
-    job.estimator->record(outcome.timings.run_time, Clock::now());
-  }
   notify_if_drained();
+  return outcome.state == State::completed || outcome.state == State::failed ||
+         outcome.cause == CancelCause::deadline;
 }
 
 Deadline RuntimeCore::overrun_due(const Job& job) const noexcept {
@@ -375,10 +485,13 @@ Deadline RuntimeCore::visit_overdue(TimePoint now, std::vector<std::shared_ptr<J
                                     std::vector<Overrun>& overruns) {
   const bool report = static_cast<bool>(options_.on_overrun);
   Deadline next = Deadline::never();
-  // In deadline order: the walk ends at the first job whose deadline is still ahead, so it
-  // costs one step per job that is past its deadline and still running.
-  for (Job& job : running_) {
-    if (!job.deadline.expired(now)) return earlier(next, job.deadline);
+  for (const RunSlot& slot : slots_) {
+    if (slot.job == nullptr) continue;
+    Job& job = *slot.job;
+    if (!job.deadline.expired(now)) {
+      next = earlier(next, job.deadline);
+      continue;
+    }
     if (!job.deadline_signalled) {
       job.deadline_signalled = true;
       overdue.push_back(job.self);
@@ -392,6 +505,9 @@ Deadline RuntimeCore::visit_overdue(TimePoint now, std::vector<std::shared_ptr<J
       next = earlier(next, due);
     }
   }
+  // Reported earliest deadline first, as `overruns()` lists them.
+  std::sort(overruns.begin(), overruns.end(),
+            [](const Overrun& a, const Overrun& b) { return a.deadline < b.deadline; });
   return next;
 }
 
@@ -424,12 +540,10 @@ void RuntimeCore::timer_loop() {
       lock.lock();
       continue;
     }
-    timer_sleeps_until_ = next.time_point();
-    if (next.is_never()) {
-      timer_wake_.wait(lock);
-    } else {
-      timer_wake_.wait_until(lock, next.time_point());
-    }
+    if (stop_timer_) break;
+    // Never longer than kTimerLongestSleep: a job due later than that needs no wake-up.
+    timer_sleeps_until_ = std::min(next.time_point(), saturating_add(now, kTimerLongestSleep));
+    timer_wake_.wait_until(lock, timer_sleeps_until_);
     timer_sleeps_until_ = TimePoint::min();  // awake: nobody needs to wake us
   }
 }
@@ -483,14 +597,16 @@ void RuntimeCore::shutdown_until(Deadline drain_deadline) {
     Lock lock{mu_};
     closing_ = true;
     queue_.close();
-    auto drained = [&] { return queue_.empty() && running_.empty(); };
+    auto drained = [&] { return queue_.empty() && running_count_ == 0; };
     if (drain_deadline.is_never()) {
       drained_.wait(lock, drained);
     } else {
       drained_.wait_until(lock, drain_deadline.time_point(), drained);
     }
     for (QueueItem* item : queue_.take_all()) left_in_queue.push_back(retire(job_of(item)));
-    for (Job& job : running_) still_running.push_back(job.self);
+    for (const RunSlot& slot : slots_) {
+      if (slot.job != nullptr) still_running.push_back(slot.job->self);
+    }
   }
   for (auto& job : left_in_queue) {
     finish_unstarted(*job, State::cancelled, Reason::cancelled_in_queue, CancelCause::shutdown);
@@ -499,7 +615,7 @@ void RuntimeCore::shutdown_until(Deadline drain_deadline) {
   {
     // Handlers see the cancellation at their next checkpoint; wait for them to return.
     Lock lock{mu_};
-    drained_.wait(lock, [&] { return running_.empty(); });
+    drained_.wait(lock, [&] { return running_count_ == 0 && detached_ == 0; });
     stop_workers_ = true;
     stop_timer_ = true;
   }
@@ -515,28 +631,30 @@ std::vector<Overrun> RuntimeCore::overruns() const {
   std::vector<Overrun> out;
   std::lock_guard lock{mu_};
   const TimePoint now = Clock::now();
-  for (const Job& job : running_) {
-    if (!overrun_due(job).expired(now)) break;  // and so are all later deadlines
-    out.push_back(overrun_of(job, now));
-  }
+  for (const Job* job : overrunning(now)) out.push_back(overrun_of(*job, now));
   return out;
 }
 
-std::vector<EstimateSnapshot> RuntimeCore::estimates() const {
+std::vector<EstimateSnapshot> RuntimeCore::estimates() {
   std::vector<EstimateSnapshot> out;
-  std::lock_guard lock{mu_};
-  out.reserve(estimates_.size());
-  for (const auto& [key, state] : estimates_) {
-    out.push_back({.key = key,
-                   .kind = state.kind,
-                   .mean = state.estimator.central(),
-                   .tail = state.estimator.tail(),
-                   .samples = state.estimator.samples(),
-                   .kept = state.estimator.kept()});
+  {
+    std::lock_guard lock{kinds_mu_};  // entries are never removed: the references stay valid
+    out.reserve(estimates_.size());
+    for (auto& [key, state] : estimates_) out.push_back(state.snapshot(key));
   }
   std::sort(out.begin(), out.end(),
             [](const EstimateSnapshot& a, const EstimateSnapshot& b) { return a.key < b.key; });
   return out;
+}
+
+std::vector<const Job*> RuntimeCore::overrunning(TimePoint now) const {
+  std::vector<const Job*> due;
+  for (const RunSlot& slot : slots_) {
+    if (slot.job != nullptr && overrun_due(*slot.job).expired(now)) due.push_back(slot.job);
+  }
+  std::sort(due.begin(), due.end(),
+            [](const Job* a, const Job* b) { return a->deadline < b->deadline; });
+  return due;
 }
 
 RuntimeStats RuntimeCore::stats() const {
@@ -550,13 +668,9 @@ RuntimeStats RuntimeCore::stats() const {
   for (std::size_t i = 0; i < kPriorityCount; ++i) {
     s.queued_by_priority[i] = queue_.size(static_cast<Priority>(i));
   }
-  s.running = running_.size();
+  s.running = running_count_;
   s.peak_queued = peak_queued_;
-  const TimePoint now = Clock::now();
-  for (const Job& job : running_) {
-    if (!overrun_due(job).expired(now)) break;
-    ++s.overrunning;
-  }
+  s.overrunning = overrunning(Clock::now()).size();
   return s;
 }
 
@@ -606,15 +720,14 @@ bool RuntimeCore::claim_idle_worker() {
   return true;
 }
 
-void RuntimeCore::wake_timer_for(Deadline deadline) {
-  if (deadline.time_point() < timer_sleeps_until_) {
-    timer_sleeps_until_ = deadline.time_point();
-    timer_wake_.notify_one();
-  }
+bool RuntimeCore::wake_timer_for(Deadline deadline) {
+  if (deadline.time_point() >= timer_sleeps_until_) return false;
+  timer_sleeps_until_ = deadline.time_point();
+  return true;
 }
 
 void RuntimeCore::notify_if_drained() {
-  if (closing_ && queue_.empty() && running_.empty()) drained_.notify_all();
+  if (closing_ && queue_.empty() && running_count_ == 0) drained_.notify_all();
 }
 
 void RuntimeCore::finish_unstarted(Job& job, State state, Reason reason, CancelCause cause,

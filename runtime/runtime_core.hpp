@@ -1,9 +1,15 @@
 // runtime_core.hpp (private) — `RuntimeCore`, the state behind a `Runtime`: the queue, the
-// running set, per-kind estimates and bulkheads, the worker pool and the deadline timer, all
+// run slots, per-kind estimates and bulkheads, the worker pool and the deadline timer, all
 // guarded by one mutex.
 //
+// Run slots: a job runs in one of `workers` slots, which admission and the timer look at
+// instead of a set of running jobs. A slot is not a thread: a worker prefers its own index, so
+// a blocking job's slot is the worker that runs it; a job that does not hold a thread while it
+// runs keeps its slot all the same.
+//
 // One timer thread serves every job: it sleeps until the earliest deadline of any queued or
-// running job (for queued jobs with drop_if_cannot_finish, the latest useful start: deadline −
+// running job, or for at most kTimerLongestSleep (100 ms), so that a job whose deadline is
+// further away than that never has to wake it, (for queued jobs with drop_if_cannot_finish, the latest useful start: deadline −
 // the kind's tail estimate), removes queued jobs whose deadline passed (expired_in_queue) or
 // that can no longer finish (too_late_to_start) and signals running ones with cause `deadline`;
 // with an `on_overrun` callback it also wakes when a cancelled job that still runs becomes
@@ -20,11 +26,11 @@
 #include <sandglass/runtime.hpp>
 #include <sandglass/service_time_estimator.hpp>
 
+#include "workers/awaitable_runner.hpp"
 #include "workers/job.hpp"
 #include "workers/worker_pool.hpp"
 
 #include <boost/asio/thread_pool.hpp>
-#include <boost/intrusive/set.hpp>
 
 #include <atomic>
 #include <condition_variable>
@@ -38,11 +44,55 @@
 
 namespace sandglass::detail {
 
-// What the runtime knows about one kind of job (its run times: see EstimateState).
+// One estimate key's run times (JobSpec::estimate_key, else the kind). The estimator has its
+// own lock, never taken under the runtime's: recording a run and aging samples stay out of the
+// runtime's critical section, and submitters read the figures it last published without a lock.
+class EstimateState {
+ public:
+  struct Figures {
+    Duration tail{};
+    Duration central{};
+  };
+  EstimateState(std::string kind, ServiceTimeEstimator e)
+      : kind_{std::move(kind)}, estimator_{std::move(e)} {}
+
+  // The figures at `now`: ages the samples first when that is due and the estimator is free
+  // (else the figures published last). The two figures may come from consecutive updates.
+  Figures figures(TimePoint now);
+  // Adds a run that ended at `now` and publishes the new figures.
+  void record(Duration run_time, TimePoint now);
+  // The estimate as of its last update, named `key`. Takes the estimator's lock.
+  EstimateSnapshot snapshot(const std::string& key);
+
+ private:
+  void publish_figures() noexcept;  // requires estimator_mu_
+
+  const std::string kind_;  // the kind of the job that first used the key
+  std::mutex estimator_mu_;
+  ServiceTimeEstimator estimator_;  // guarded by estimator_mu_
+  // Relaxed: each is a figure on its own; a reader that must see a run's sample (a waiter on
+  // that job's outcome) is ordered by the outcome's publication, which comes after record().
+  std::atomic<Duration::rep> tail_ns_{0};
+  std::atomic<Duration::rep> central_ns_{0};
+  std::atomic<TimePoint::rep> age_due_ns_{TimePoint::max().time_since_epoch().count()};
+};
+
+// What the runtime knows about one kind of job: its bulkhead.
 struct KindState {
   std::uint32_t group = 0;  // bulkhead group, zero when the kind is unlimited
   std::size_t limit = 0;    // most running at once (when group != 0)
-  std::size_t running = 0;
+  std::size_t running = 0;  // guarded by the runtime's mutex
+
+ private:
+  void publish_figures() noexcept;  // requires estimator_mu_
+
+  std::mutex estimator_mu_;
+  ServiceTimeEstimator estimator_;  // guarded by estimator_mu_
+  // Relaxed: each is a figure on its own; a reader that must see a run's sample (a waiter on
+  // that job's outcome) is ordered by the outcome's publication, which comes after record().
+  std::atomic<Duration::rep> tail_ns_{0};
+  std::atomic<Duration::rep> central_ns_{0};
+  std::atomic<TimePoint::rep> age_due_ns_{TimePoint::max().time_since_epoch().count()};
 };
 
 class RuntimeCore final : public JobSource {
@@ -53,7 +103,9 @@ class RuntimeCore final : public JobSource {
   // Starts the worker and timer threads; call once, right after construction.
   void start();
 
-  JobHandle submit(JobSpec spec, JobHandler handler, OutcomeCallback on_outcome);
+  // Exactly one of `handler` and `awaitable` is set.
+  JobHandle submit(JobSpec spec, JobHandler handler, OutcomeCallback on_outcome,
+                   std::unique_ptr<AwaitableRun> awaitable = nullptr);
   // Cancels a queued job (it leaves the queue) or signals a running one. True if this call
   // cancelled it.
   bool cancel(Job& job, CancelCause cause);
@@ -68,20 +120,14 @@ class RuntimeCore final : public JobSource {
   void stop_admitting();
   RuntimeStats stats() const;
   std::vector<Overrun> overruns() const;
-  std::vector<EstimateSnapshot> estimates() const;
+  std::vector<EstimateSnapshot> estimates();
   const RuntimeOptions& options() const noexcept { return options_; }
 
   std::shared_ptr<Job> next_job(std::size_t worker, std::shared_ptr<Job> finished,
                                 Outcome&& outcome) noexcept override;
+  void finish_detached(std::shared_ptr<Job> job, Outcome&& outcome) noexcept override;
 
  private:
-  struct ByDeadline {
-    bool operator()(const Job& a, const Job& b) const noexcept { return a.deadline < b.deadline; }
-  };
-  using RunningSet = boost::intrusive::multiset<
-      Job,
-      boost::intrusive::member_hook<Job, Job::RunningHook, &Job::running_hook>,
-      boost::intrusive::compare<ByDeadline>>;
   using Lock = std::unique_lock<std::mutex>;
 
   struct StringHash {
@@ -102,20 +148,29 @@ class RuntimeCore final : public JobSource {
   void dispatch_from_timer(std::vector<DroppedJob>& expired,
                            std::vector<std::shared_ptr<Job>>& overdue,
                            std::vector<Overrun>& overruns);
-  // Walks the running jobs whose deadline passed at `now`: cancels those not yet signalled
-  // (into `overdue`) and, when overruns are reported, collects those due for a report (into
-  // `overruns`). Returns the earliest time the timer must wake for a running job. Requires mu_.
+  // Walks the run slots: cancels the jobs whose deadline passed at `now` and that were not yet
+  // signalled (into `overdue`) and, when overruns are reported, collects those due for a
+  // report (into `overruns`). Returns the earliest time the timer must wake for a running job.
+  // Requires mu_. O(slots).
   Deadline visit_overdue(TimePoint now, std::vector<std::shared_ptr<Job>>& overdue,
                          std::vector<Overrun>& overruns);
   // When `job` (running, past its deadline) counts as overrunning.
   Deadline overrun_due(const Job& job) const noexcept;
-  // Marks a popped job running on `worker` and returns a reference to it; requires mu_.
-  std::shared_ptr<Job> start(Job& job, TimePoint now, std::size_t worker);
-  // The bookkeeping when a handler returned: running set, bulkhead, estimate; requires mu_.
-  void record_finished(Job& job, const Outcome& outcome);
-  KindState& kind_state(const std::string& kind);  // requires mu_
-  // The estimator of `key` (a job's estimate key, or its kind), made on first use; requires mu_.
-  ServiceTimeEstimator& estimator_for(const std::string& key, const std::string& kind);
+  // Marks a popped job running in a free run slot (`worker`'s own if free) and returns a
+  // reference to it; requires mu_ and a free slot.
+  // `wake_timer`: as wake_timer_for says.
+  std::shared_ptr<Job> start(Job& job, TimePoint now, std::size_t worker, bool& wake_timer);
+  // The running jobs whose overrun is due at `now`, earliest deadline first; requires mu_.
+  std::vector<const Job*> overrunning(TimePoint now) const;
+  // The bookkeeping when a handler returned: run slot, bulkhead; requires mu_. True if the
+  // run is a sample for its kind's estimate (the caller records it after unlocking).
+  bool record_finished(Job& job, const Outcome& outcome);
+  // The state of `kind`, made on first use. Takes kinds_mu_ (never under mu_) unless this
+  // thread asked for the same kind of this runtime last. The reference lives as long as this.
+  KindState& kind_state(const std::string& kind);
+  // The estimate state of `key` (made on first use, for a job of `kind`). Takes kinds_mu_
+  // (never under mu_) unless this thread asked for the same key of this runtime last.
+  EstimateState& estimate_state(const std::string& key, const std::string& kind);
   // What running work means for a newcomer of `ks` at `now`: zero when a worker (and a slot of
   // its group) is idle, else the running jobs' expected rest ÷ workers (÷ the group's limit for
   // the group's own jobs). Requires mu_. O(workers).
@@ -134,7 +189,9 @@ class RuntimeCore final : public JobSource {
   Lock lock_hot_path();
   // Returns once admitted_ differs from `seen`, or after a few microseconds. Without mu_.
   void spin_until_admitted_changes(std::uint64_t seen) const;
-  void wake_timer_for(Deadline deadline);  // requires mu_
+  // True if the timer sleeps past `deadline`: the caller then notifies timer_wake_ after
+  // unlocking (so the timer does not wake into the lock we hold). Requires mu_.
+  [[nodiscard]] bool wake_timer_for(Deadline deadline);
   void notify_if_drained();                // requires mu_
   // Publishes an outcome for a job that never ran. Must not hold mu_.
   void finish_unstarted(Job& job, State state, Reason reason, CancelCause cause,
@@ -148,26 +205,27 @@ class RuntimeCore final : public JobSource {
   std::condition_variable timer_wake_;  // an earlier deadline exists, or the timer should stop
   std::condition_variable drained_;     // queue and running set became empty while closing
   DeadlineQueue queue_;                               // guarded by mu_
-  RunningSet running_;                                // guarded by mu_
-  // What each worker runs: when it is expected to end (start + tail estimate) and its group.
-  struct WorkerSlot {
+  // A run slot: the job in it (null: free), when it is expected to end (start + tail estimate)
+  // and its group.
+  struct RunSlot {
+    Job* job = nullptr;
     TimePoint expected_end{};
     std::uint32_t group = 0;
-    bool busy = false;
   };
-  std::vector<WorkerSlot> busy_;                      // by worker index; guarded by mu_
-  std::unordered_map<std::string, KindState, StringHash, std::equal_to<>> kinds_;  // guarded
-  // Run-time estimates per estimate key (JobSpec::estimate_key, else the kind): guarded by mu_.
-  struct EstimateState {
-    std::string kind;  // the kind of the job that made it
-    ServiceTimeEstimator estimator;
-  };
+  std::vector<RunSlot> slots_;                        // `workers` of them; guarded by mu_
+  std::mutex kinds_mu_;  // guards kinds_ and estimates_; never taken under mu_
+  std::unordered_map<std::string, KindState, StringHash, std::equal_to<>> kinds_;
+  // Run-time estimates per estimate key (JobSpec::estimate_key, else the kind).
   std::unordered_map<std::string, EstimateState, StringHash, std::equal_to<>> estimates_;
+  const std::uint64_t serial_;  // tells this runtime from others in the per-thread caches
   std::vector<KindState*> groups_;                    // by group - 1; guarded by mu_
   std::function<bool(std::uint32_t)> can_start_;      // reads groups_; called under mu_
   std::size_t idle_workers_ = 0;                      // waiting on work_ready_; guarded
   std::size_t wakeups_pending_ = 0;                   // signalled, not yet awake; guarded
   bool spinning_ = false;                             // an idle worker spins; guarded by mu_
+  std::size_t running_count_ = 0;                     // slots taken; guarded by mu_
+  std::size_t detached_ = 0;  // awaitable jobs started, outcome not yet published; guarded
+  const std::size_t cores_ = std::max(1u, std::thread::hardware_concurrency());
   // Admissions so far, counted after the lock is released; a hint for the spinning worker.
   std::atomic<std::uint64_t> admitted_{0};
   std::size_t peak_queued_ = 0;                       // guarded by mu_

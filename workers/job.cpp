@@ -1,5 +1,6 @@
 #include "workers/job.hpp"
 
+#include "workers/awaitable_runner.hpp"
 #include "workers/callback_scope.hpp"
 
 #include <thread>
@@ -8,7 +9,6 @@ namespace sandglass::detail {
 
 Job::~Job() {
   if (done()) std::destroy_at(std::launder(reinterpret_cast<Outcome*>(outcome_storage_)));
-  if (has_cancel_state) std::destroy_at(&cancel_state());
   delete waiters_.load(std::memory_order_acquire);
 }
 

@@ -4,7 +4,8 @@
 // Layout matters for the hand-off: a job is made on the submitting thread in memory that a
 // worker freed last, so every cache line written when it is made has to travel between cores.
 // What submit writes comes first, in as few lines as possible; the cancellation state, the
-// outcome and the waiters' mutex are made only when the job starts, ends, or is waited for.
+// outcome and the waiters' mutex are made only when the job ends or is waited for; the
+// cancellation state is two words until someone registers a callback.
 //
 // Thread safety: fields marked "guarded by the runtime" are read and written only under the
 // runtime's mutex. The outcome is published once (`publish`) and then read by any thread.
@@ -15,7 +16,7 @@
 #include <sandglass/job_context.hpp>
 #include <sandglass/outcome.hpp>
 
-#include <boost/intrusive/set_hook.hpp>
+#include "workers/awaitable_runner.hpp"
 
 #include <atomic>
 #include <condition_variable>
@@ -25,15 +26,13 @@
 #include <new>
 #include <optional>
 #include <string>
-
-namespace sandglass {
-class ServiceTimeEstimator;
-}
+#include <string_view>
 
 namespace sandglass::detail {
 
 class RuntimeCore;
 struct KindState;
+class EstimateState;
 
 struct Job : QueueItem {
   enum class Phase : std::uint8_t { pending, queued, running, finished };
@@ -51,38 +50,33 @@ struct Job : QueueItem {
   RuntimeCore* core = nullptr;  // outlives every unfinished job (the runtime's destructor
                                 // waits for all outcomes); touched only while unfinished
   KindState* kind_state = nullptr;     // guarded by the runtime
-  ServiceTimeEstimator* estimator = nullptr;  // guarded by the runtime: its estimate key's
+  EstimateState* estimate_state = nullptr;  // its estimate key's; lives as long as the runtime
   Phase phase = Phase::pending;        // guarded by the runtime
   bool deadline_signalled = false;     // guarded by the runtime: the timer cancelled it
   bool overrun_reported = false;       // guarded by the runtime: on_overrun was told of it
-  bool has_cancel_state = false;       // guarded by the runtime until the job starts
   std::atomic<bool> done_{false};      // the outcome is published
   std::atomic<bool> started_{false};   // the handler was handed to a worker (for observers)
   // The runtime's own reference while the job is queued or running: lets the queue and the
   // running set link it by address, and the timer take a reference to what it cancels.
   std::shared_ptr<Job> self;
   JobHandler handler;
+  // Cold: only an awaitable job has it (then `handler` is empty; see awaitable_runner.hpp).
+  std::unique_ptr<AwaitableRun> awaitable;
   OutcomeCallback on_outcome;
   std::string kind;
-  std::string idempotency_key;
+  // Cold: made only when the submitter gave a key.
+  std::unique_ptr<std::string> idempotency_key;
+  std::string_view idempotency_key_view() const noexcept {
+    return idempotency_key ? std::string_view{*idempotency_key} : std::string_view{};
+  }
   CancelRegistration parent_link;      // reset when the outcome is published
 
   // --- Written when the job starts.
   TimePoint started_at;
-  std::size_t worker;                  // the index of the worker that runs it
-  // Normal (not safe) link mode: its constructor writes nothing.
-  using RunningHook = boost::intrusive::set_member_hook<
-      boost::intrusive::link_mode<boost::intrusive::normal_link>>;
-  RunningHook running_hook;  // guarded by the runtime
+  std::size_t worker;                  // its run slot (a blocking job's: its worker's index)
 
-  // Made when the job starts (under the runtime's lock, before anyone can cancel it).
-  void make_cancel_state() {
-    new (cancel_storage_) CancelState;
-    has_cancel_state = true;
-  }
-  CancelState& cancel_state() noexcept {
-    return *std::launder(reinterpret_cast<CancelState*>(cancel_storage_));
-  }
+  // Trivially set up (two words); only a registration allocates (see cancel.hpp).
+  CancelState& cancel_state() noexcept { return cancel_state_; }
   // Cancels a started job. True for the first cancellation before the handler returned.
   bool cancel(CancelCause cause) noexcept { return cancel_state().cancel(cause); }
   // Records the cause only (see CancelState::signal); the caller runs the callbacks later.
@@ -129,7 +123,7 @@ struct Job : QueueItem {
   // publish sets done_ and then waits for it to be zero (all seq_cst), so either the pinner
   // sees the job finished, or publish waits until the pinner has registered with the runtime.
   std::atomic<std::uint32_t> pins_{0};
-  alignas(CancelState) std::byte cancel_storage_[sizeof(CancelState)];
+  CancelState cancel_state_;
   alignas(Outcome) std::byte outcome_storage_[sizeof(Outcome)];
 };
 

@@ -34,24 +34,24 @@ void record_throw(Outcome& o, const JobContext& ctx, CancelCause cause, std::str
 
 }  // namespace
 
-Outcome run_job(Job& job, const BudgetPolicy& policy) noexcept {
+Outcome begin_outcome(const Job& job) {
   Outcome o;
   o.id = job.id;
   o.kind = job.kind;
   o.timings.budget = job.budget;
   o.timings.queue_wait = job.started_at - job.enqueued_at;
   o.timings.remaining_at_start = job.deadline.slack(job.started_at);
-  {
-    // The context goes before the outcome (the handler's on_cancel registrations went with its
-    // scopes).
-    JobContext ctx{job.id, job.kind, job.deadline, job.token(), policy, job.idempotency_key};
-    enum class Ended : std::uint8_t { returned, cancelled, threw } ended = Ended::returned;
-    std::string message;
-    Reason reason = Reason::handler_error;
-    CancelCause thrown_cause = CancelCause::none;
+  return o;
+}
+
+void settle_outcome(Outcome& o, Job& job, JobContext& ctx, std::exception_ptr error) noexcept {
+  enum class Ended : std::uint8_t { returned, cancelled, threw } ended = Ended::returned;
+  std::string message;
+  Reason reason = Reason::handler_error;
+  CancelCause thrown_cause = CancelCause::none;
+  if (error) {
     try {
-      const CallbackScope scope{job.core};
-      job.handler(ctx);
+      std::rethrow_exception(error);
     } catch (const Cancelled& c) {
       ended = Ended::cancelled;
       thrown_cause = c.cause();
@@ -66,30 +66,46 @@ Outcome run_job(Job& job, const BudgetPolicy& policy) noexcept {
       ended = Ended::threw;
       message = "unknown exception";
     }
-    // From here on the job accepts no cancellation (JobHandle::cancel returns false), so the
-    // cause read here is the one the outcome reports: a cancellation either made it in or
-    // was refused.
-    const CancelCause cause = job.close_cancel();
-    switch (ended) {
-      case Ended::returned:
-        o.cause = cause;
-        o.state = State::completed;
-        o.reason = cause == CancelCause::none ? Reason::ok : Reason::completed_after_cancel;
-        break;
-      case Ended::cancelled:
-        mark_cancelled(o, cause != CancelCause::none ? cause : thrown_cause);
-        break;
-      case Ended::threw:
-        record_throw(o, ctx, cause, std::move(message), reason);
-        break;
-    }
-    o.committed = ctx.committed();
-    // Also when it failed or was cancelled: a partial result can say how far it got.
-    o.result = ctx.take_result();
   }
+  // From here on the job accepts no cancellation (JobHandle::cancel returns false), so the
+  // cause read here is the one the outcome reports: a cancellation either made it in or
+  // was refused.
+  const CancelCause cause = job.close_cancel();
+  switch (ended) {
+    case Ended::returned:
+      o.cause = cause;
+      o.state = State::completed;
+      o.reason = cause == CancelCause::none ? Reason::ok : Reason::completed_after_cancel;
+      break;
+    case Ended::cancelled:
+      mark_cancelled(o, cause != CancelCause::none ? cause : thrown_cause);
+      break;
+    case Ended::threw:
+      record_throw(o, ctx, cause, std::move(message), reason);
+      break;
+  }
+  o.committed = ctx.committed();
+  // Also when it failed or was cancelled: a partial result can say how far it got.
+  o.result = ctx.take_result();
   const TimePoint end = Clock::now();
   o.timings.run_time = end - job.started_at;
   o.timings.remaining_at_end = job.deadline.slack(end);
+}
+
+Outcome run_job(Job& job, const BudgetPolicy& policy) noexcept {
+  Outcome o = begin_outcome(job);
+  // The context goes before the outcome is complete (the handler's on_cancel registrations went
+  // with its scopes).
+  JobContext ctx{job.id, job.kind, job.deadline, job.token(), policy,
+                 job.idempotency_key_view()};
+  std::exception_ptr error;
+  try {
+    const CallbackScope scope{job.core};
+    job.handler(ctx);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  settle_outcome(o, job, ctx, std::move(error));
   return o;
 }
 

@@ -26,6 +26,9 @@ class JobSource {
   // should stop. Called by every worker thread.
   virtual std::shared_ptr<Job> next_job(std::size_t worker, std::shared_ptr<Job> finished,
                                         Outcome&& outcome) noexcept = 0;
+  // Records and publishes the outcome of a job that ran without a worker thread (an awaitable
+  // one), on whichever thread it ended; frees its run slot.
+  virtual void finish_detached(std::shared_ptr<Job> job, Outcome&& outcome) noexcept = 0;
 };
 
 class WorkerPool {

@@ -891,12 +891,14 @@ class ClusterNode::Impl {
     held_.fetch_add(1, std::memory_order_relaxed);
     const JobKind* kind = kinds_.find(kind_name);
     JobHandler handler;
+    std::string estimate_key;
     std::string error = "no such kind";
     try {
       if (kind == nullptr) throw std::invalid_argument{"this daemon has no kind " + kind_name};
       boost::json::value args = boost::json::parse(args_text);
       if (!args.is_object()) throw ArgsError{"args", "must be an object"};
       handler = kind->prepare(args.as_object());
+      if (kind->estimate_key) estimate_key = kind->estimate_key(args.as_object());
     } catch (const std::exception& e) {
       error = e.what();
     }
@@ -910,7 +912,7 @@ class ClusterNode::Impl {
       std::lock_guard lock{held_mu_};
       held_jobs_[id] = Held{.attempt = attempt, .claimed_at = Clock::now()};
     }
-    JobHandler wrapped = [this, id, inner = std::move(handler)](JobContext& ctx) {
+    JobHandler wrapped = [this, id, inner = std::move(handler)](JobContext& ctx) mutable {
       set_context(id, &ctx);
       struct Clear {
         Impl* self;
@@ -919,7 +921,8 @@ class ClusterNode::Impl {
       } clear{this, id};
       inner(ctx);
     };
-    JobSpec spec{.kind = kind_name, .priority = priority, .deadline = deadline};
+    JobSpec spec{.kind = kind_name, .priority = priority, .deadline = deadline,
+                 .estimate_key = std::move(estimate_key)};
     JobHandle handle = runtime_.submit(std::move(spec), std::move(wrapped),
                                        [this, id, attempt](const Outcome& o) { finished(id, attempt, o); });
     bool cancel_now = false;

@@ -17,7 +17,9 @@
 // at that moment, the destructor blocks until it has returned, so whatever it captures may be
 // destroyed right after.
 //
-// Built on `std::stop_source` / `std::stop_callback`.
+// Built on `std::stop_source` / `std::stop_callback`. A state that nobody registers a callback
+// with is two words, set up without a lock or an allocation: the stop_source and the parent
+// link are made on the first registration.
 //
 // Thread safety: `CancelSource`, `CancelToken`: distinct objects: safe. Shared objects: safe;
 // every member function may be called concurrently. `CancelRegistration`: unsafe when shared.
@@ -28,7 +30,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <stop_token>
 #include <string_view>
@@ -57,9 +58,10 @@ namespace detail {
 // Shared by a source and its tokens.
 class CancelState {
  public:
-  CancelState() = default;
+  CancelState() noexcept = default;
   CancelState(const CancelState&) = delete;
   CancelState& operator=(const CancelState&) = delete;
+  ~CancelState();
 
   // Pairs with the seq_cst exchange in `signal()`: whoever sees the cause also sees what the
   // canceller wrote before cancelling. A closed state reads as never cancelled.
@@ -86,9 +88,9 @@ class CancelState {
   CancelCause close() noexcept;
 
   // A token to register a callback with, or nullopt when the state is already cancelled (the
-  // caller then runs its callback itself). The stop_source is created on first use, so a state
-  // that nobody registers with costs no allocation. On a closed state the token is never
-  // stopped.
+  // caller then runs its callback itself). The stop_source is created on first use (installed
+  // by compare-and-swap), so a state that nobody registers with costs no allocation. On a
+  // closed state the token is never stopped.
   std::optional<std::stop_token> stop_token_for_callback();
 
   // Makes a cancellation of `parent` cancel this state with cause `upstream`.
@@ -105,11 +107,17 @@ class CancelState {
     return word == kClosed ? CancelCause::none : static_cast<CancelCause>(word);
   }
 
+  // What only a state with callbacks or a parent needs.
+  struct Callbacks {
+    std::stop_source stop;
+    std::shared_ptr<CancelState> parent;  // kept alive while linked
+    std::optional<std::stop_callback<Forward>> parent_link;  // last: deregisters first
+  };
+  // Made by the first caller that needs it; never replaced (see stop_token_for_callback).
+  Callbacks& callbacks();
+
   std::atomic<std::uint8_t> word_{static_cast<std::uint8_t>(CancelCause::none)};
-  std::mutex mu_;                              // guards the creation of stop_
-  std::stop_source stop_{std::nostopstate};    // created once, then only used
-  std::shared_ptr<CancelState> parent_;  // kept alive while linked
-  std::optional<std::stop_callback<Forward>> parent_link_;  // last: deregisters first
+  std::atomic<Callbacks*> callbacks_{nullptr};
 };
 
 }  // namespace detail

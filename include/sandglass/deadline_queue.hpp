@@ -38,6 +38,15 @@
 // in treaps (randomised balanced trees) keyed by (class, deadline, arrival) whose nodes carry
 // their subtree's sum of work, the smallest slack and the earliest drop time.
 //
+// The in-order run: jobs usually arrive in deadline order (one budget per class, or budgets
+// that grow with time). An item of no group whose deadline is at or after every queued item of
+// its class, and whose latest useful start is at or after that of the run's last item, is
+// appended to its class's run, a linked list, instead of the tree: admitting it (it overtakes
+// nobody, so the work ahead is the class's whole sum and no promise can break), linking it and
+// popping it are O(1). A newcomer that would overtake part of the run first moves the run into
+// the tree (each item at most once, O(log n) each), so the prediction stays the exact EDF
+// order; `remove` and `expire` take an item out of the run in O(1).
+//
 // Latest useful start: with `drop_if_cannot_finish`, `expire` (the timer) and `pop` remove an
 // item once less time is left than its estimate (too_late_to_start); `next_drop_time` says
 // when the next one is due. Without it, only expired items are removed.
@@ -91,11 +100,12 @@ struct QueueItem {
   enum class Place : std::uint8_t { none, queued, parked };
   Place place_ = Place::none;
   bool unparked_ = false;       // back in its class from parking, not yet gone
+  bool in_run_ = false;         // in its class's in-order run (node_ links prev/next there)
   std::uint64_t seq_ = 0;       // arrival order, ties deadlines
   std::int64_t counted_ = 0;    // work as counted, ns
   std::int64_t scaled_latest_ = 0;  // (latest start − origin) × workers, ns
   TimePoint drop_at_{};         // when `expire` removes it
-  Node node_;                   // in its class's or its parked set's tree
+  Node node_;                   // in its class's tree or run, or its parked set's tree
   Node group_node_;             // in its group's tree
 };
 
@@ -189,8 +199,17 @@ class DeadlineQueue {
     QueueItem* root = nullptr;
     std::size_t size = 0;
   };
+  // Items in key order, each latest start at or after the one before (see the file comment).
+  struct Run {
+    QueueItem* head = nullptr;
+    QueueItem* tail = nullptr;
+    std::size_t size = 0;
+    std::int64_t sum = 0;  // their work, ns
+  };
   struct Class {
     Tree items;
+    QueueItem* items_max = nullptr;  // the last item of `items`
+    Run run;
     std::vector<Tree> parked_by_group;  // indexed by group - 1
     std::int64_t work = 0;  // work of this class's items, parked ones included, ns
     std::size_t parked = 0;
@@ -209,6 +228,14 @@ class DeadlineQueue {
   std::size_t limit_of(std::uint32_t group) const noexcept;
   std::int64_t higher_work(Priority priority) const noexcept;
   std::int64_t scaled(TimePoint t) const noexcept;
+  // Work of the class's queued (unparked) items before `key`.
+  std::int64_t class_prefix(const Class& c, const QueueItem& key) const noexcept;
+  void tree_insert(Class& c, QueueItem& item);
+  void tree_erase(Class& c, QueueItem& item) noexcept;
+  void run_push(Class& c, QueueItem& item) noexcept;
+  void run_erase(Class& c, QueueItem& item) noexcept;
+  void flush_run(Class& c);  // moves the run into the tree
+  static QueueItem* class_front(Class& c) noexcept;
   void link(QueueItem& item);
   void unlink(QueueItem& item) noexcept;
   void park(QueueItem& item);

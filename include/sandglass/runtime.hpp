@@ -14,6 +14,13 @@
 // that still runs `overrun_after` later is reported as overrunning (see overrun.hpp).
 // No thread and no OS timer per job.
 //
+// Run slots: `workers` jobs run at once. A blocking handler (a `JobHandler`) runs on the worker
+// that took it; an awaitable handler (see awaitable_job.hpp) runs on an executor the caller
+// names and holds its slot, not a worker thread, until its coroutine has finished. Admission,
+// kind limits and `stats().running` count slots, so both forms obey the same queue, deadlines
+// and outcomes; a deadline or cancellation reaches an awaitable one as a terminal Asio
+// cancellation.
+//
 // Threads: the workers, one timer thread and one callback thread. The timer runs no user code:
 // it records a deadline on the job's token at once, and the callback thread then runs that
 // job's on_cancel callbacks, the outcome callbacks of jobs that expired in the queue, and
@@ -37,6 +44,7 @@
 // safe. A handle may outlive its runtime.
 #pragma once
 
+#include <sandglass/awaitable_job.hpp>
 #include <sandglass/budget_policy.hpp>
 #include <sandglass/deadline.hpp>
 #include <sandglass/job_context.hpp>
@@ -132,7 +140,8 @@ struct JobProgress {
   TimePoint enqueued_at{};              // when it was admitted
   Deadline deadline{};
   std::optional<TimePoint> started_at;  // set once a worker took it
-  std::size_t worker = 0;               // the worker that took it (when started_at is set)
+  std::size_t worker = 0;               // its run slot (when started_at is set): for a blocking
+                                        // handler, the index of the worker that runs it
 };
 
 class JobHandle {
@@ -201,6 +210,16 @@ class Runtime {
   JobHandle submit(JobSpec spec, Handler handler);
   // As above; `on_outcome` runs exactly once with the job's outcome (see the file comment).
   JobHandle submit(JobSpec spec, Handler handler, OutcomeCallback on_outcome);
+  // An awaitable job (see awaitable_job.hpp): its coroutine runs on `handler.executor` and
+  // holds a run slot, not a worker thread, while it awaits; its deadline or cancellation
+  // reaches it as a terminal Asio cancellation. Admission, outcomes and `on_outcome` as above.
+  // Throws std::invalid_argument for an empty `handler.fn` or `handler.executor`, an empty
+  // `kind` or a `priority` outside the enum.
+  JobHandle submit(JobSpec spec, AwaitableHandler handler, OutcomeCallback on_outcome = {});
+  // A callable that makes a coroutine is not a blocking handler (its coroutine would never
+  // run): name the executor it runs on with `awaitable_job(executor, fn)`.
+  template <AwaitableFactory F>
+  JobHandle submit(JobSpec spec, F&& handler, OutcomeCallback on_outcome = {}) = delete;
 
   // The Asio form: completes with `void(Outcome)` on the completion handler's associated
   // executor. Works with callbacks, `boost::asio::use_future` and `boost::asio::use_awaitable`:

@@ -66,6 +66,10 @@ class ServiceTimeEstimator {
   // Samples recorded since construction, and those kept now.
   std::size_t samples() const noexcept { return recorded_; }
   std::size_t kept() const noexcept { return window_.size(); }
+  // The earliest time at which `age` may change the figures; max() while no sample is kept.
+  TimePoint next_age_check() const noexcept {
+    return window_.empty() ? TimePoint::max() : next_age_check_;
+  }
   // How long a sample is kept: the longer of max_age and age_in_runs × the typical run time, a
   // slowly moving geometric mean of every run recorded (not of the window: after a stall the
   // window may hold only the slow runs it caused, which must not keep themselves alive).

@@ -5,8 +5,13 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <deque>
+#include <random>
+#include <set>
+#include <tuple>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -317,5 +322,104 @@ TEST_SUITE("DeadlineQueue admission") {
     CHECK(popped == 40);
     CHECK(q.empty());
     CHECK(q.work_ahead(Priority::sheddable) == Duration::zero());
+  }
+
+  TEST_CASE("the in-order run predicts, pops and drops exactly as the EDF order, whatever the arrival order") {
+    // Mostly in-order arrivals (the run), some that overtake part of it (it moves into the
+    // tree), removals and pops, in three classes; a brute-force model of the EDF order checks
+    // every prediction and every pop, then which items a late expire drops.
+    struct Modelled {
+      Item* item;
+      std::uint64_t seq;
+      Duration work;
+    };
+    for (std::uint32_t seed : {1u, 2u, 3u, 4u}) {
+      CAPTURE(seed);
+      std::mt19937 rng{seed};
+      Items items;
+      DeadlineQueue q{{.capacity = 4096, .workers = 2}};
+      std::vector<Modelled> model;
+      std::uint64_t seq = 0;
+      std::array<TimePoint, 3> last{kNow + 1s, kNow + 1s, kNow + 1s};
+      auto in = [&](std::uint32_t n) { return std::uniform_int_distribution<std::uint32_t>{0, n - 1}(rng); };
+      auto before = [](const Modelled& a, const Modelled& b) {
+        return std::tie(a.item->priority, a.item->deadline, a.seq) <
+               std::tie(b.item->priority, b.item->deadline, b.seq);
+      };
+      for (int step = 0; step < 1500; ++step) {
+        const std::uint32_t op = in(10);
+        if (op < 8 || model.empty()) {
+          const std::uint32_t cls = in(3);
+          TimePoint deadline;
+          if (op == 7) {
+            deadline = kNow + 1s + in(400) * 1ms;  // anywhere: may overtake the run
+          } else {
+            deadline = last[cls] + in(3) * 1ms;    // in order (ties included)
+          }
+          last[cls] = std::max(last[cls], deadline);
+          const Duration work = (1 + in(10)) * 100us;
+          const Duration estimate = (1 + in(50)) * 100us;  // latest starts out of order at times
+          Item& item = items.add(step, static_cast<Priority>(cls), deadline, estimate, work);
+          std::int64_t ahead = 0;
+          for (const Modelled& m : model) {
+            if (m.item->priority < item.priority ||
+                (m.item->priority == item.priority && m.item->deadline <= item.deadline)) {
+              ahead += std::chrono::nanoseconds{m.work}.count();
+            }
+          }
+          CHECK(q.predicted_start(item, kNow) == kNow + std::chrono::nanoseconds{ahead / 2});
+          REQUIRE(q.admit(item, kNow).admitted());
+          model.push_back({&item, ++seq, work});
+        } else if (op == 8) {
+          const std::size_t victim = in(static_cast<std::uint32_t>(model.size()));
+          CHECK(q.remove(*model[victim].item));
+          model.erase(model.begin() + static_cast<std::ptrdiff_t>(victim));
+        } else {
+          std::vector<DroppedItem> dropped;
+          QueueItem* popped = q.pop(kNow, dropped);
+          const auto first = std::min_element(model.begin(), model.end(), before);
+          CHECK(dropped.empty());
+          CHECK(id_of(popped) == first->item->id);
+          model.erase(first);
+        }
+        REQUIRE(q.size() == model.size());
+      }
+      // Late: every item whose latest useful start (deadline − estimate) passed leaves.
+      const TimePoint late = kNow + 1s + 300ms;
+      std::set<int> due;
+      for (const Modelled& m : model) {
+        if (m.item->deadline.time_point() - m.item->estimate < late) due.insert(m.item->id);
+      }
+      std::vector<DroppedItem> dropped;
+      q.expire(late, dropped);
+      const std::vector<int> ids = ids_of(dropped);
+      CHECK(std::set<int>(ids.begin(), ids.end()) == due);
+      CHECK(ids.size() == due.size());
+      CHECK(q.size() == model.size() - due.size());
+      CHECK(q.next_drop_time() > Deadline::at(late));
+    }
+  }
+
+  TEST_CASE("a newcomer that overtakes a tree item after the in-order run counts the run's work against that item's promise") {
+    Items items;
+    DeadlineQueue q{{.capacity = 16, .workers = 1}};
+    // A goes to the run; B comes after it by deadline but not by latest start (200 - 150 = 50 ms
+    // before A's 99 ms), so it goes to the tree. B is predicted to start at 40 ms (after A's
+    // work), its latest start is 50 ms.
+    Item& a = items.add(1, Priority::normal, kNow + 100ms, 1ms, 40ms);
+    Item& b = items.add(2, Priority::normal, kNow + 200ms, 150ms, 10ms);
+    REQUIRE(q.admit(a, kNow).admitted());
+    REQUIRE(q.admit(b, kNow).admitted());
+    // C would start B at 40 + 15 = 55 ms, past its latest start: refused. D (5 ms) keeps it.
+    Item& c = items.add(3, Priority::normal, kNow + 150ms, 1ms, 15ms);
+    CHECK(q.predicted_start(c, kNow) == kNow + 40ms);
+    CHECK(q.admit(c, kNow).reason == Reason::deadline_implausible);
+    Item& d = items.add(4, Priority::normal, kNow + 150ms, 1ms, 5ms);
+    CHECK(q.admit(d, kNow).admitted());
+    std::vector<DroppedItem> dropped;
+    CHECK(id_of(q.pop(kNow, dropped)) == 1);
+    CHECK(id_of(q.pop(kNow, dropped)) == 4);
+    CHECK(id_of(q.pop(kNow, dropped)) == 2);
+    CHECK(dropped.empty());
   }
 }

@@ -350,8 +350,8 @@ TEST_SUITE("JobHandle::cancel") {
   TEST_CASE("a cancellation emitted on the slot while async_submit is still submitting is kept" *
             doctest::timeout(120)) {
     // The handler emits at once, on its worker, often before async_submit has returned.
+    asio::io_context io;  // outlives the runtime: a worker may still be inside post (runtime.hpp)
     Runtime rt{{.workers = 2, .capacity = 8}};
-    asio::io_context io;
     for (int round = 0; round < 300; ++round) {
       asio::cancellation_signal signal;
       std::optional<Outcome> completed;

@@ -1,0 +1,40 @@
+// awaitable_runner.hpp (private) — starts an awaitable job's coroutine on its executor and
+// bridges the job's cancellation into it (see awaitable_job.hpp for what users see).
+//
+// Thread safety: `AwaitableRun` belongs to one job; after `launch_awaitable` its members are
+// touched only on the job's strand (the coroutine, the emits, the completion), except `bridge`,
+// which is set before the coroutine can end and reset on the strand.
+#pragma once
+
+#include <sandglass/awaitable_job.hpp>
+#include <sandglass/budget_policy.hpp>
+#include <sandglass/cancel.hpp>
+#include <sandglass/job_context.hpp>
+
+#include <boost/asio/cancellation_signal.hpp>
+
+#include <memory>
+#include <optional>
+
+namespace sandglass::detail {
+
+struct Job;
+class JobSource;
+
+// The part of a job that only awaitable jobs have (allocated with the job when submitted).
+struct AwaitableRun {
+  explicit AwaitableRun(AwaitableHandler h) : handler{std::move(h)} {}
+
+  AwaitableHandler handler;
+  std::optional<JobContext> ctx;            // made at launch; outlives the coroutine
+  boost::asio::cancellation_signal signal;  // bound to the co_spawn; emitted on the strand
+  CancelRegistration bridge;                // the job's token -> signal
+  bool done = false;                        // the coroutine finished; on the strand only
+};
+
+// Starts `job` (running, with a run slot, `job->awaitable` set) on a strand of its executor and
+// returns at once. When the coroutine has finished, on that strand, the outcome goes to
+// `source.finish_detached`. `policy` must outlive the job.
+void launch_awaitable(const std::shared_ptr<Job>& job, JobSource& source, const BudgetPolicy& policy);
+
+}  // namespace sandglass::detail
