@@ -283,16 +283,13 @@ HttpResponse Api::job_record(std::uint64_t id) {
 
 HttpResponse Api::cancel_job(std::uint64_t id) {
   const JobHandle job = records_.cancel(id);
-  if (job) {
-    // Blocks this I/O thread at most kCancelAnswerWait: a queued job ended on this thread
-    // already, a running one ends at its next checkpoint. finish() is idempotent: the record
-    // is final even if the job's outcome callback has not run yet.
-    if (const auto o = job.wait_for(kCancelAnswerWait)) {
-      records_.finish(*o);
-    } else {
-      return {.status = kStatusAccepted,
-              .body = json_text({{"id", id}, {"state", "cancelling"}, {"cause", "caller"}})};
-    }
+  // Blocks this I/O thread at most kCancelAnswerWait: a queued job ended on this thread
+  // already, a running one ends at its next checkpoint. The wait is for the record, which its
+  // outcome callback finishes after counting the outcome in the stats and metrics, not for the
+  // job's handle, which has the outcome before that callback runs.
+  if (job && !records_.outcome_until(id, Deadline::after(kCancelAnswerWait))) {
+    return {.status = kStatusAccepted,
+            .body = json_text({{"id", id}, {"state", "cancelling"}, {"cause", "caller"}})};
   }
   return job_record(id);
 }

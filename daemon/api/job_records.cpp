@@ -70,21 +70,19 @@ std::string record_json(JobId id, const std::string& kind, const Outcome* outcom
 }
 
 void JobRecords::add(const JobHandle& handle, const std::string& kind, Arrival arrival) {
-  const TimePoint now = Clock::now();
   std::lock_guard lock{mu_};
-  // finish() may have been first (it creates the entry); the arrival is the submitter's to say.
-  entries_[handle.id()].arrival = arrival;
   recent_.push_back(handle.id());
   if (recent_.size() > retention_.max_count + kRecentSlack) recent_.pop_front();
-  if (auto o = handle.outcome()) {
-    // Over already (a rejection is published inside submit): record it now, so that the
-    // record exists when the id is answered. finish() may have been first; it is idempotent.
-    // Nobody can wait for it yet, so there are no waiters to call.
-    record_outcome(*o, now);
-    return;
-  }
+  // finish() came first, and its record was forgotten already (more than max_count outcomes
+  // since): it stays forgotten. Re-creating it would push a newer record out.
+  if (forgotten_before_add_.erase(handle.id()) > 0) return;
+  // finish() may have been first (it creates the entry); the arrival is the submitter's to say.
   Entry& e = entries_[handle.id()];
+  e.added = true;
+  e.arrival = arrival;
   if (e.outcome) return;
+  // Live until finish(), even if the runtime has published its outcome already: the record
+  // turns terminal only once the daemon counted the outcome (see the class comment).
   e.handle = handle;
   e.kind = kind;
   live_.insert(handle.id());
@@ -93,10 +91,13 @@ void JobRecords::add(const JobHandle& handle, const std::string& kind, Arrival a
 void JobRecords::finish(const Outcome& outcome) {
   const TimePoint now = Clock::now();
   ToCall to_call;
+  bool notify = false;
   {
     std::lock_guard lock{mu_};
     to_call = record_outcome(outcome, now);
+    notify = blocked_ > 0;
   }
+  if (notify) recorded_.notify_all();  // pairs with the wait in outcome_until
   for (Waiter& w : to_call.waiters) w(outcome, to_call.arrival);
 }
 
@@ -125,6 +126,7 @@ void JobRecords::forget_old(TimePoint now) {
     if (!too_old && !too_many && !too_big) break;
     const auto it = entries_.find(f.id);
     if (it != entries_.end()) {
+      if (!it->second.added) forgotten_before_add_.insert(f.id);
       const auto key = keys_.find(it->second.key);
       if (key != keys_.end() && key->second.id == f.id) keys_.erase(key);
       entries_.erase(it);
@@ -187,9 +189,10 @@ JobRecords::KeyedSubmit JobRecords::submit_keyed(const std::string& key, const s
   }
   const JobId id = submit();  // may record the outcome at once: takes mu_ itself
   std::lock_guard lock{mu_};
-  keys_[key] = {id, fingerprint};
   const auto e = entries_.find(id);
-  if (e != entries_.end()) e->second.key = key;
+  if (e == entries_.end()) return {.id = id};  // forgotten already: nothing to attach to
+  keys_[key] = {id, fingerprint};
+  e->second.key = key;
   return {.id = id};
 }
 
@@ -213,8 +216,6 @@ std::optional<std::string> JobRecords::find_json(JobId id) {
     }
   }
   if (e.outcome) return record_json(id, e.kind, &*e.outcome, {}, now, e.arrival);
-  // The outcome may be published but not yet recorded here; the handle has it then.
-  if (auto o = e.handle.outcome()) return record_json(id, e.kind, &*o, {}, now, e.arrival);
   const JobProgress progress = e.handle.progress();
   now = Clock::now();  // after the progress: a job that started meanwhile has run 0 ms, not less
   return record_json(id, e.kind, nullptr, progress, now, e.arrival, e.cancel_requested,
@@ -232,6 +233,22 @@ JobHandle JobRecords::cancel(JobId id) {
   }
   to_cancel.cancel();  // outside the lock: a queued job's outcome is recorded on this thread
   return to_cancel;
+}
+
+std::optional<Outcome> JobRecords::outcome_until(JobId id, Deadline deadline) {
+  std::unique_lock lock{mu_};
+  ++blocked_;
+  std::optional<Outcome> found;
+  // Woken by finish() (which notifies after it recorded an outcome); an id that is unknown, or
+  // forgotten meanwhile, ends the wait at once.
+  recorded_.wait_until(lock, deadline.time_point(), [&] {
+    const auto it = entries_.find(id);
+    if (it == entries_.end()) return true;
+    found = it->second.outcome;
+    return found.has_value();
+  });
+  --blocked_;
+  return found;
 }
 
 std::optional<Outcome> JobRecords::outcome(JobId id) const {
@@ -257,10 +274,6 @@ std::optional<JobRecords::View> JobRecords::view(JobId id) const {
   if (it == entries_.end()) return std::nullopt;
   const Entry& e = it->second;
   if (e.outcome) return View{.kind = e.kind, .outcome = e.outcome, .arrival = e.arrival};
-  // The outcome may be published but not yet recorded here; the handle has it then.
-  if (auto o = e.handle.outcome()) {
-    return View{.kind = e.kind, .outcome = std::move(o), .arrival = e.arrival};
-  }
   return View{.kind = e.kind, .progress = e.handle.progress(),
               .cancel_requested = e.cancel_requested, .waiters = e.interest, .arrival = e.arrival};
 }

@@ -18,6 +18,15 @@
 // errors; the oldest are forgotten first. Timings are whole milliseconds, rounded toward zero;
 // remaining_ms is negative when the job ended after its deadline.
 //
+// A record turns terminal only in finish(), which the daemon calls from the job's outcome
+// callback after it counted the outcome in /metrics and /v1/stats: whoever sees a terminal
+// record (GET, DELETE, the listing) sees the outcome counted there too. The runtime publishes an
+// outcome to the job's handle before that callback runs, so the record reads the handle's
+// progress, never its outcome.
+//
+// Every job is added and finished, in either order (a job can end before its submitter calls
+// add). A record finished, and forgotten, before its add() stays forgotten.
+//
 // Thread safety: all member functions may be called concurrently.
 #pragma once
 
@@ -25,6 +34,7 @@
 #include <sandglass/outcome.hpp>
 #include <sandglass/runtime.hpp>
 
+#include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
@@ -64,12 +74,15 @@ class JobRecords {
   // Gets the job's outcome and how its request arrived (see add).
   using Waiter = std::function<void(const Outcome&, const Arrival&)>;
 
-  // Remembers a submitted job (with its outcome, if it has one already) and how its request
-  // arrived.
+  // Remembers a submitted job and how its request arrived. finish() may have been called
+  // already.
   void add(const JobHandle& handle, const std::string& kind, Arrival arrival = {});
   // Stores a job's terminal outcome, its retention starts now, and calls the job's waiters
-  // (outside the lock). Idempotent.
+  // (outside the lock). Idempotent while the record is kept.
   void finish(const Outcome& outcome);
+  // Blocks until the job's record has its outcome (finish() was called) or `deadline` passed.
+  // The outcome; nullopt on timeout, or when the id is unknown or forgotten.
+  std::optional<Outcome> outcome_until(JobId id, Deadline deadline);
 
   // Calls `waiter` exactly once with the job's outcome: at once if it has one, else from
   // finish(). A waiter that is still waiting holds an interest in a live job (see leave).
@@ -129,6 +142,7 @@ class JobRecords {
     std::size_t interest = 0;  // waiters still connected
     std::string key;           // its idempotency key, if any
     Arrival arrival;           // arrival.cancelled_by_request: a DELETE cancelled it
+    bool added = false;        // add() was called (finish() may come first)
   };
   struct KeyBinding {
     JobId id;
@@ -157,6 +171,10 @@ class JobRecords {
   std::mutex keyed_submit_mu_;  // taken before mu_, never while holding it
   std::deque<JobId> recent_;    // guarded by mu_; submission order, bounded (see recent_ids)
   std::unordered_set<JobId> live_;  // guarded by mu_; ids without an outcome
+  // Guarded by mu_: ids whose record was forgotten before their add(); add() removes them.
+  std::unordered_set<JobId> forgotten_before_add_;
+  std::condition_variable recorded_;  // notified by finish() while blocked_ > 0
+  std::size_t blocked_ = 0;           // guarded by mu_; callers blocked in outcome_until
 };
 
 }  // namespace sandglass::daemon

@@ -151,10 +151,106 @@ TEST_SUITE("job records") {
     CHECK(live.at("state").as_string() == "running");
     CHECK(live.at("cause").as_string() == "caller");
     held.release.count_down();
-    job.wait();
+    REQUIRE(records.outcome_until(job.id(), sandglass::Deadline::never()).has_value());
     const auto r = boost::json::parse(*records.find_json(job.id())).as_object();
     CHECK(r.at("state").as_string() == "cancelled");
     CHECK(r.at("cause").as_string() == "caller");
+  }
+
+  TEST_CASE("a record turns terminal when finished, not when the runtime published the outcome" *
+            doctest::timeout(10)) {
+    // The daemon counts an outcome in /v1/stats and /metrics in the outcome callback, which runs
+    // after the runtime published the outcome to the handle, and then finishes the record: a
+    // record that read the handle's outcome was terminal before the stats counted it.
+    JobRecords records{{}};
+    std::latch finish_now{1};
+    std::latch finished{1};
+    sandglass::Runtime rt{{.workers = 1}};
+    const sandglass::JobHandle job = rt.submit(
+        {.kind = "quick", .budget = 5s}, [](sandglass::JobContext&) {},
+        [&](const Outcome& o) {
+          finish_now.wait();  // the daemon's stats and metrics would count it here
+          records.finish(o);
+          finished.count_down();
+        });
+    records.add(job, "quick");
+    REQUIRE(job.wait().state == sandglass::State::completed);  // published, not yet finished
+    const auto live = boost::json::parse(*records.find_json(job.id())).as_object();
+    CHECK(live.at("state").as_string() == "running");
+    CHECK(live.at("reason").is_null());
+    REQUIRE(records.view(job.id()).has_value());
+    CHECK_FALSE(records.view(job.id())->outcome.has_value());
+    CHECK(records.live_ids() == std::vector<sandglass::JobId>{job.id()});
+    CHECK_FALSE(records.outcome(job.id()).has_value());
+    CHECK_FALSE(records.outcome_until(job.id(), sandglass::Deadline::after(0s)).has_value());
+
+    finish_now.count_down();
+    const auto o = records.outcome_until(job.id(), sandglass::Deadline::never());
+    REQUIRE(o.has_value());
+    CHECK(o->state == sandglass::State::completed);
+    const auto r = boost::json::parse(*records.find_json(job.id())).as_object();
+    CHECK(r.at("state").as_string() == "completed");
+    CHECK(records.live_ids().empty());
+    finished.wait();  // the callback is done with `records` before the runtime goes
+  }
+
+  TEST_CASE("a record finished and forgotten before its add stays forgotten and pushes out no newer one" *
+            doctest::timeout(10)) {
+    // The runtime runs the outcome callback (finish) as soon as the job ends, which can be before
+    // the submitter's add(). With more than max_count outcomes in between, finish's record is
+    // forgotten first; add() used to create it again, so the oldest outcome came back as the
+    // newest and a newer record was forgotten in its place.
+    JobRecords records{{.max_count = 2}};
+    std::latch finished{1};
+    sandglass::Runtime rt{{.workers = 1}};
+    const sandglass::JobHandle early = rt.submit(
+        {.kind = "quick", .budget = 5s}, [](sandglass::JobContext&) {},
+        [&](const Outcome& o) {
+          records.finish(o);
+          finished.count_down();
+        });
+    finished.wait();
+    REQUIRE(records.find_json(early.id()).has_value());
+    constexpr sandglass::JobId kOthers = 1000;  // ids the runtime above never hands out
+    for (sandglass::JobId id = kOthers; id < kOthers + 3; ++id) records.finish(completed(id));
+    CHECK_FALSE(records.find_json(early.id()).has_value());
+    records.add(early, "quick", {.intake = 1ms});
+
+    CHECK_FALSE(records.find_json(early.id()).has_value());
+    CHECK_FALSE(records.outcome(early.id()).has_value());
+    bool told = false;
+    CHECK_FALSE(records.wait(early.id(), [&told](const Outcome&, const Arrival&) { told = true; }));
+    CHECK_FALSE(told);
+    CHECK(records.live_ids().empty());
+    CHECK(records.size() == 2);
+    CHECK(records.find_json(kOthers + 1).has_value());
+    CHECK(records.find_json(kOthers + 2).has_value());
+    // The next outcomes go on forgetting the oldest first, with no stale entry among them.
+    records.finish(completed(kOthers + 3));
+    CHECK_FALSE(records.find_json(kOthers + 1).has_value());
+    CHECK(records.find_json(kOthers + 2).has_value());
+    CHECK(records.find_json(kOthers + 3).has_value());
+    CHECK(records.size() == 2);
+  }
+
+  TEST_CASE("a record finished before its add keeps the arrival add gives" * doctest::timeout(10)) {
+    JobRecords records{{}};
+    std::latch finished{1};
+    sandglass::Runtime rt{{.workers = 1}};
+    const sandglass::JobHandle early = rt.submit(
+        {.kind = "quick", .budget = 5s}, [](sandglass::JobContext&) {},
+        [&](const Outcome& o) {
+          records.finish(o);
+          finished.count_down();
+        });
+    finished.wait();
+    records.add(early, "quick", {.intake = 7ms, .budget = 800ms});
+    const auto r = boost::json::parse(*records.find_json(early.id())).as_object();
+    CHECK(r.at("state").as_string() == "completed");
+    CHECK(r.at("timings").as_object().at("intake_ms").as_int64() == 7);
+    CHECK(r.at("timings").as_object().at("budget_ms").as_int64() == 800);
+    CHECK(records.live_ids().empty());
+    CHECK(records.size() == 1);
   }
 }
 
