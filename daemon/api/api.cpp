@@ -325,8 +325,9 @@ HttpResponse Api::stats() {
   }
   const RuntimeStats runtime = runtime_.stats();
   const LiveStats::Snapshot snapshot = live_stats_.snapshot(now);
+  const std::vector<EstimateSnapshot> estimates = runtime_.estimates();
   return {.body = stats_json({.runtime = runtime, .options = runtime_.options(), .live = snapshot,
-                              .live_jobs = live, .kind_metrics = kind_metrics,
+                              .live_jobs = live, .estimates = estimates, .kind_metrics = kind_metrics,
                               .draining = draining_.load(std::memory_order_relaxed)})};
 }
 

@@ -53,8 +53,7 @@ class Api {
   Api(const DaemonConfig& config, const KindRegistry& kinds, Runtime& runtime,
       JobRecords& records, DaemonMetrics& metrics, const std::atomic<bool>& draining)
       : config_{config}, kinds_{kinds}, runtime_{runtime}, records_{records}, metrics_{metrics},
-        draining_{draining}, auth_{config.auth_token},
-        live_stats_{config.runtime.estimate_quantile} {}
+        draining_{draining}, auth_{config.auth_token} {}
 
   // What the server calls when the client goes away before its answer.
   using ClientGone = std::function<void()>;

@@ -101,7 +101,7 @@ void kinds_json(std::string_view text, boost::json::object& out) {
 
 }  // namespace
 
-LiveStats::LiveStats(double tail_quantile) : tail_quantile_{tail_quantile} {
+LiveStats::LiveStats() {
   for (Histogram* h : {&budget_, &remaining_at_start_, &remaining_at_end_}) {
     h->counts.assign(kBucketsMs.size() + 1, 0);
   }
@@ -130,17 +130,6 @@ void LiveStats::job_finished(const Outcome& o, TimePoint now) {
       observe(remaining_at_end_, o.timings.remaining_at_end);
     }
   }
-  // The samples the runtime's admission learns from (see the header).
-  if (o.state == State::completed || o.state == State::failed || o.cause == CancelCause::deadline) {
-    auto it = estimators_.find(o.kind);
-    if (it == estimators_.end()) {
-      it = estimators_.emplace(o.kind, Estimators{ServiceTimeEstimator{{.quantile = 0.5}},
-                                                   ServiceTimeEstimator{{.quantile = tail_quantile_}}})
-               .first;
-    }
-    it->second.central.record(o.timings.run_time);
-    it->second.tail.record(o.timings.run_time);
-  }
 }
 
 LiveStats::Snapshot LiveStats::snapshot(TimePoint now) const {
@@ -156,11 +145,6 @@ LiveStats::Snapshot LiveStats::snapshot(TimePoint now) const {
   snap.budget = budget_;
   snap.remaining_at_start = remaining_at_start_;
   snap.remaining_at_end = remaining_at_end_;
-  for (const auto& [kind, e] : estimators_) {
-    snap.estimates[kind] = {.central_ms = whole_ms(e.central.estimate()),
-                            .tail_ms = whole_ms(e.tail.estimate()),
-                            .samples = e.tail.samples()};
-  }
   return snap;
 }
 
@@ -257,8 +241,10 @@ std::string stats_json(const StatsInputs& in) {
                  {"failed", std::move(failed)}};
 
   boost::json::object estimates;
-  for (const auto& [kind, e] : in.live.estimates) {
-    estimates[kind] = {{"central_ms", e.central_ms}, {"tail_ms", e.tail_ms}, {"samples", e.samples}};
+  for (const EstimateSnapshot& e : in.estimates) {
+    estimates[e.key] = {{"kind", e.kind},       {"mean_ms", whole_ms(e.mean)},
+                        {"tail_ms", whole_ms(e.tail)}, {"samples", e.samples},
+                        {"kept", e.kept}};
   }
   r["estimates"] = std::move(estimates);
 

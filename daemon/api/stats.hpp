@@ -1,18 +1,15 @@
 // stats.hpp (private) — `LiveStats`, what the daemon remembers of recent outcomes for
 // GET /v1/stats and the status page: per-second counts over the last five minutes, histograms of
-// budgets since start, and per-kind run-time estimates; and `stats_json`, the whole snapshot.
+// budgets since start; and `stats_json`, the whole snapshot.
 //
 //   LiveStats live;
 //   live.job_finished(outcome);                    // from each job's outcome callback
 //   std::string body = stats_json({...}, Clock::now());   // GET /v1/stats
 //
-// Memory is bounded: 300 one-second buckets, fixed histogram buckets, and per kind two
-// estimators over a fixed window of samples (kinds are the registry's, a bounded set).
+// Memory is bounded: 300 one-second buckets and fixed histogram buckets.
 //
-// The per-kind estimates are `ServiceTimeEstimator`s (the class the runtime's admission uses),
-// fed the same samples the runtime feeds its own (completed and failed runs, and runs stopped
-// by their deadline), with the runtime's quantile for the tail and 0.5 for the central one. The
-// runtime does not expose its own estimators; these follow the same rule from the same inputs.
+// The run-time estimates the snapshot shows are the runtime's own (`Runtime::estimates()`, per
+// estimate key), the figures its admission decides with; the daemon keeps none of its own.
 //
 // Thread safety: all member functions may be called concurrently.
 #pragma once
@@ -22,11 +19,9 @@
 #include <sandglass/daemon/kind_registry.hpp>
 #include <sandglass/outcome.hpp>
 #include <sandglass/runtime.hpp>
-#include <sandglass/service_time_estimator.hpp>
 
 #include <array>
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <mutex>
 #include <string>
@@ -38,8 +33,7 @@ inline constexpr std::size_t kCancelCauseCount = 5;  // none, caller, deadline, 
 
 class LiveStats {
  public:
-  // `tail_quantile`: the runtime's estimate_quantile.
-  explicit LiveStats(double tail_quantile = 0.9);
+  LiveStats();
 
   // A job's terminal outcome (exactly once per job), counted in the second `now` falls in.
   void job_finished(const Outcome& outcome, TimePoint now);
@@ -56,15 +50,9 @@ class LiveStats {
     std::vector<std::uint64_t> counts;  // one per bucket of kBucketsMs, then one for larger
     std::uint64_t late = 0;             // remaining_at_end only: ended after the deadline
   };
-  struct KindEstimate {
-    std::int64_t central_ms = 0;
-    std::int64_t tail_ms = 0;
-    std::size_t samples = 0;
-  };
   struct Snapshot {
     std::vector<Second> seconds;  // the last kSeconds seconds up to now, oldest first
     Histogram budget, remaining_at_start, remaining_at_end;
-    std::map<std::string, KindEstimate> estimates;
   };
   Snapshot snapshot(TimePoint now) const;
 
@@ -74,28 +62,23 @@ class LiveStats {
                                                            500, 1000, 2000, 5000, 10000, 30000, 60000};
 
  private:
-  struct Estimators {
-    ServiceTimeEstimator central;
-    ServiceTimeEstimator tail;
-  };
   Second& second_at(std::int64_t second);  // requires mu_
 
-  const double tail_quantile_;
   mutable std::mutex mu_;
   std::array<Second, kSeconds> ring_{};  // guarded by mu_; indexed by second % kSeconds
   Histogram budget_, remaining_at_start_, remaining_at_end_;  // guarded by mu_
-  std::map<std::string, Estimators, std::less<>> estimators_;  // guarded by mu_
 };
 
 // Everything GET /v1/stats shows (see the README's "Status page and stats"): the runtime's
 // counters and capacity, the live jobs by kind (from `live`, views of the records' live jobs),
-// the last minute's outcomes and the last five minutes per second, histograms, estimates,
-// bulkheads, and what the kinds' own metrics say of breakers and SQL pools.
+// the last minute's outcomes and the last five minutes per second, histograms, the runtime's
+// estimates, bulkheads, and what the kinds' own metrics say of breakers and SQL pools.
 struct StatsInputs {
   const RuntimeStats& runtime;
   const RuntimeOptions& options;
   const LiveStats::Snapshot& live;
   const std::vector<JobRecords::View>& live_jobs;
+  const std::vector<EstimateSnapshot>& estimates;  // Runtime::estimates()
   const std::string& kind_metrics;  // the kinds' Prometheus text (JobKind::metrics), concatenated
   bool draining = false;
 };

@@ -248,12 +248,17 @@
   }
 
   function drawKinds(s) {
-    const kinds = new Set([...Object.keys(s.estimates), ...Object.keys(s.bulkheads), ...Object.keys(s.running.by_kind)]);
-    $('kinds').replaceChildren(...[...kinds].sort().map((k) => {
+    // One row per kind and per estimate key: running jobs and bulkheads go by kind, the
+    // runtime's estimates by key, which is the kind itself unless the kind names a finer one
+    // (exec:<command>, sql:<query>, forward:<upstream>); such a key's row has no kind figures.
+    const rows = new Set([...Object.keys(s.estimates), ...Object.keys(s.bulkheads), ...Object.keys(s.running.by_kind)]);
+    $('kinds').replaceChildren(...[...rows].sort().map((k) => {
       const e = s.estimates[k] || {}, b = s.bulkheads[k];
-      return el('tr', null, el('td', null, k), el('td', { class: 'n' }, s.running.by_kind[k] || 0),
-        el('td', { class: 'n' }, b ? `${b.running} / ${b.limit}` : 'none'),
-        el('td', { class: 'n' }, e.central_ms ?? ''), el('td', { class: 'n' }, e.tail_ms ?? ''),
+      const isKind = e.kind === undefined || e.kind === k;
+      return el('tr', { dataset: { row: k } }, el('td', null, k),
+        el('td', { class: 'n' }, isKind ? s.running.by_kind[k] || 0 : ''),
+        el('td', { class: 'n' }, isKind ? (b ? `${b.running} / ${b.limit}` : 'none') : ''),
+        el('td', { class: 'n' }, e.mean_ms ?? ''), el('td', { class: 'n' }, e.tail_ms ?? ''),
         el('td', { class: 'n' }, e.samples ?? 0));
     }));
     $('breakers').replaceChildren(...Object.entries(s.breakers)

@@ -48,5 +48,20 @@ TEST_SUITE("sandglassd estimate keys") {
     CHECK(metric(d.port(), R"(sandglass_estimate_samples{key="sleep",kind="sleep"})") == 1);
     CHECK(metric(d.port(), R"(sandglass_estimate_seconds{key="exec:slow",kind="exec",stat="tail"})") >= 0.6);
     CHECK(metric(d.port(), R"(sandglass_estimate_seconds{key="exec:slow",kind="exec",stat="mean"})") >= 0.6);
+
+    // /v1/stats (the status page) shows the same figures per key: the runtime's, not its own.
+    const HttpAnswer stats = http(d.port(), "GET", "/v1/stats");
+    REQUIRE(stats.status == 200);
+    const object body = json_of(stats);
+    const object& e = body.at("estimates").as_object();
+    CHECK(e.size() == 3);
+    CHECK(e.at("exec:slow").at("kind").as_string() == "exec");
+    CHECK(e.at("exec:slow").at("samples").to_number<std::int64_t>() == 2);
+    CHECK(e.at("exec:slow").at("mean_ms").to_number<std::int64_t>() >= 600);
+    CHECK(e.at("exec:slow").at("tail_ms").to_number<std::int64_t>() >= 600);
+    CHECK(e.at("exec:fast").at("kind").as_string() == "exec");
+    CHECK(e.at("exec:fast").at("samples").to_number<std::int64_t>() == 1);
+    CHECK(e.at("sleep").at("kind").as_string() == "sleep");
+    CHECK(e.at("sleep").at("samples").to_number<std::int64_t>() == 1);
   }
 }

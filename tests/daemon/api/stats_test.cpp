@@ -6,6 +6,11 @@
 
 #include <boost/json/parse.hpp>
 
+#include <latch>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
 using namespace sandglass;
 using namespace sandglass::daemon;
 using namespace std::chrono_literals;
@@ -24,7 +29,8 @@ Outcome outcome(State state, Reason reason, Duration run = 10ms, Duration left =
   return o;
 }
 
-boost::json::object render(const LiveStats& live, TimePoint now, const RuntimeOptions& options = {}) {
+boost::json::object render(const LiveStats& live, TimePoint now, const RuntimeOptions& options = {},
+                           const std::vector<EstimateSnapshot>& estimates = {}) {
   const RuntimeStats runtime{};
   const LiveStats::Snapshot snap = live.snapshot(now);
   const std::vector<JobRecords::View> none;
@@ -35,7 +41,8 @@ boost::json::object render(const LiveStats& live, TimePoint now, const RuntimeOp
       "sandglass_sql_pool_connections{database=\"main\"} 3\n"
       "sandglass_sql_pool_in_use{database=\"main\"} 1\n";
   return boost::json::parse(stats_json({.runtime = runtime, .options = options, .live = snap,
-                                        .live_jobs = none, .kind_metrics = metrics}))
+                                        .live_jobs = none, .estimates = estimates,
+                                        .kind_metrics = metrics}))
       .as_object();
 }
 
@@ -89,8 +96,8 @@ TEST_SUITE("LiveStats") {
     CHECK(num(s.at("last_minute").at("failed").at("by_reason").at("handler_error")) == 1);
   }
 
-  TEST_CASE("histograms count admitted and started jobs and estimates learn from whole runs") {
-    LiveStats live{0.9};
+  TEST_CASE("histograms count admitted and started jobs") {
+    LiveStats live;
     const TimePoint t = TimePoint{} + 100s;
     for (int i = 1; i <= 10; ++i) {
       live.job_finished(outcome(State::completed, Reason::ok, std::chrono::milliseconds{i * 10}), t);
@@ -109,13 +116,69 @@ TEST_SUITE("LiveStats") {
     std::size_t b100 = 0;
     while (num(le[b100]) != 100) ++b100;
     CHECK(num(h.at("budget").as_array()[b100]) == 12);
-    CHECK(num(s.at("estimates").at("sleep").at("samples")) == 10);
-    CHECK(num(s.at("estimates").at("spin").at("samples")) == 1);
-    CHECK(num(s.at("estimates").at("sleep").at("tail_ms")) >= num(s.at("estimates").at("sleep").at("central_ms")));
-    CHECK(num(s.at("estimates").at("sleep").at("central_ms")) >= 40);
-    CHECK(num(s.at("estimates").at("sleep").at("central_ms")) <= 60);
     CHECK(num(s.at("bulkheads").at("spin").at("limit")) == 2);
     CHECK(num(s.at("bulkheads").at("spin").at("running")) == 0);
+    CHECK(s.at("estimates").as_object().empty());  // none given: the daemon keeps none itself
+  }
+
+  TEST_CASE("the estimates are the runtime's own, one per estimate key, from whole runs only" *
+            doctest::timeout(30)) {
+    // Several kinds and keys, classes and budgets; the runtime learns from completed and failed
+    // runs and from runs its deadline stopped, not from a run cancelled by its caller.
+    Runtime rt{{.workers = 2, .capacity = 64}};
+    struct Job {
+      std::string kind, key;
+      Priority priority;
+      Duration budget;
+      bool fail = false;
+    };
+    const std::vector<Job> jobs{
+        {"sleep", "", Priority::normal, 5s},         {"sleep", "", Priority::high, 2s},
+        {"sleep", "", Priority::sheddable, 10s},     {"exec", "exec:fast", Priority::critical, 3s},
+        {"exec", "exec:fast", Priority::normal, 4s, true}, {"exec", "exec:slow", Priority::high, 6s},
+    };
+    for (const Job& j : jobs) {
+      const bool fail = j.fail;
+      const Outcome o = rt.submit({.kind = j.kind, .priority = j.priority, .budget = j.budget,
+                                   .estimate_key = j.key},
+                                  [fail](JobContext&) {
+                                    if (fail) throw std::runtime_error{"failed on purpose"};
+                                  })
+                            .wait();
+      REQUIRE(o.state == (fail ? State::failed : State::completed));
+    }
+    std::latch running{1};
+    const JobHandle cancelled = rt.submit({.kind = "exec", .budget = 10s, .estimate_key = "exec:slow"},
+                                          [&running](JobContext& ctx) {
+                                            running.count_down();
+                                            for (;;) ctx.checkpoint();
+                                          });
+    running.wait();
+    cancelled.cancel();
+    REQUIRE(cancelled.wait().cause == CancelCause::caller);
+
+    const auto s = render(LiveStats{}, TimePoint{} + 1s, {}, rt.estimates());
+    const auto& e = s.at("estimates").as_object();
+    CHECK(e.size() == 3);
+    CHECK(e.at("sleep").at("kind").as_string() == "sleep");
+    CHECK(num(e.at("sleep").at("samples")) == 3);
+    CHECK(e.at("exec:fast").at("kind").as_string() == "exec");
+    CHECK(num(e.at("exec:fast").at("samples")) == 2);  // the failed run counts
+    CHECK(e.at("exec:slow").at("kind").as_string() == "exec");
+    CHECK(num(e.at("exec:slow").at("samples")) == 1);  // the cancelled one does not
+    for (const auto& [key, v] : e) {
+      CAPTURE(std::string{key});
+      CHECK(num(v.at("tail_ms")) >= num(v.at("mean_ms")));
+      CHECK(num(v.at("kept")) <= num(v.at("samples")));
+    }
+    // The figures are the runtime's, rounded down to whole milliseconds.
+    for (const EstimateSnapshot& snap : rt.estimates()) {
+      CAPTURE(snap.key);
+      CHECK(num(e.at(snap.key).at("mean_ms")) ==
+            std::chrono::duration_cast<std::chrono::milliseconds>(snap.mean).count());
+      CHECK(num(e.at(snap.key).at("tail_ms")) ==
+            std::chrono::duration_cast<std::chrono::milliseconds>(snap.tail).count());
+    }
   }
 
   TEST_CASE("breaker states and pool use come from the kinds' own series") {

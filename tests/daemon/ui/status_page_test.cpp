@@ -160,6 +160,16 @@ TEST_SUITE("status page in a browser") {
       const std::string queue = text_of(browser, "#tile-queue");
       const std::string running = text_of(browser, "#tile-running");
       const std::string too_small = text_of(browser, "#tile-refused-reasons li[data-reason=budget_too_small] b");
+      // The kinds table: a row per kind and per estimate key, with the runtime's estimates.
+      const std::string sleep_row = "#kinds tr[data-row=\"sleep\"]";
+      const std::string hostile_key = "exec:" + std::string{kHostile};
+      const std::string key_row = "#kinds tr[data-row=" + js(hostile_key) + "]";
+      const std::string sleep_mean = text_of(browser, sleep_row + " td:nth-child(4)");
+      const std::string sleep_tail = text_of(browser, sleep_row + " td:nth-child(5)");
+      const std::string sleep_samples = text_of(browser, sleep_row + " td:nth-child(6)");
+      const std::string key_name = text_of(browser, key_row + " td:nth-child(1)");
+      const std::string key_running = text_of(browser, key_row + " td:nth-child(2)");
+      const std::string key_samples = text_of(browser, key_row + " td:nth-child(6)");
       const object after = json_of(http(port, "GET", "/v1/stats"));
       const object& m = after.at("last_minute").as_object();
       REQUIRE(boost::json::serialize(before.at("last_minute")) == boost::json::serialize(m));
@@ -172,6 +182,15 @@ TEST_SUITE("status page in a browser") {
       CHECK(m.at("completed").at("total").to_number<std::int64_t>() >= 3);
       CHECK(queue == std::to_string(after.at("queue").at("depth").to_number<std::int64_t>()) + " / 32");
       CHECK(running == "1 / 3");
+      REQUIRE(boost::json::serialize(before.at("estimates")) == boost::json::serialize(after.at("estimates")));
+      const object& sleep_estimate = after.at("estimates").at("sleep").as_object();
+      CHECK(sleep_mean == std::to_string(sleep_estimate.at("mean_ms").to_number<std::int64_t>()));
+      CHECK(sleep_tail == std::to_string(sleep_estimate.at("tail_ms").to_number<std::int64_t>()));
+      CHECK(sleep_samples == std::to_string(sleep_estimate.at("samples").to_number<std::int64_t>()));
+      CHECK(key_name == hostile_key);  // as text
+      CHECK(key_running.empty());      // running jobs go by kind, on the exec row
+      CHECK(key_samples == "1");       // the failed run
+      CHECK(after.at("estimates").at(hostile_key).at("kind").as_string() == "exec");
 
       // The running job's bar: queued, running and left segments.
       const std::string row = "#live li[data-id=\"" + std::to_string(long_job) + "\"]";
