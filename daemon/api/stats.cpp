@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <charconv>
+#include <map>
 #include <optional>
 #include <string_view>
 

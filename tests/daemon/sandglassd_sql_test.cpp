@@ -107,6 +107,15 @@ std::chrono::milliseconds since(std::chrono::steady_clock::time_point start) {
 
 const object& result_of(const object& record) { return record.at("result").as_object(); }
 
+// DELETEs a running statement's job: true when it was answered 200 (the job ended within the
+// DELETE's 100 ms wait) or 202 cancelling (not yet). Which one is timing: the cancel request
+// goes to the server over a new connection (PostgreSQL forks a process for it), which on a
+// loaded machine takes longer than 100 ms. The caller checks how the job ended.
+bool cancel_statement(std::uint16_t port, int id) {
+  const int status = http(port, "DELETE", "/v1/jobs/" + std::to_string(id)).status;
+  return status == 200 || status == 202;
+}
+
 }  // namespace
 
 TEST_SUITE("sandglassd sql") {
@@ -177,7 +186,8 @@ TEST_SUITE("sandglassd sql") {
     CHECK(result_of(r).at("phase").as_string() == "pool");
     CHECK(metric(d->port(), R"(sandglass_sql_pool_wait_seconds_count{database="main"})") == 2);
 
-    CHECK(http(d->port(), "DELETE", "/v1/jobs/1").status == 200);
+    CHECK(cancel_statement(d->port(), 1));
+    CHECK(eventually([&] { return state_of(d->port(), 1) == "cancelled"; }));
     CHECK(eventually([&] { return active(pg, "%pg_sleep%") == "0"; }, 5s));
     CHECK(pg.scalar("SELECT count(*) FROM pool_probe") == "0");
   }
@@ -230,7 +240,7 @@ TEST_SUITE("sandglassd sql") {
     Connection c{d->port()};
     c.send(request_bytes("POST", "/v1/jobs", sql_job("slow_write", R"(["w-1"])", 60'000)));
     REQUIRE(eventually([&] { return active(pg, "%pg_sleep%") == "1"; }));
-    CHECK(http(d->port(), "DELETE", "/v1/jobs/2").status == 200);
+    CHECK(cancel_statement(d->port(), 2));
 
     const auto a = c.read_answer(20s);
     REQUIRE(a.has_value());

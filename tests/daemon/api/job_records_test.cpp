@@ -43,6 +43,21 @@ struct HeldJob {
       [this](const Outcome& o) { records.finish(o); });
 };
 
+// One quick job on its own runtime whose outcome callback finishes its record in `records`, as
+// the daemon's does; constructed once that callback has returned, before anyone called add().
+// `records` must outlive it.
+struct FinishedBeforeAdd {
+  explicit FinishedBeforeAdd(JobRecords& r) : records{r} { finished.wait(); }
+  JobRecords& records;
+  std::latch finished{1};
+  sandglass::Runtime rt{{.workers = 1}};
+  sandglass::JobHandle job = rt.submit({.kind = "quick", .budget = 5s}, [](sandglass::JobContext&) {},
+                                       [this](const Outcome& o) {
+                                         records.finish(o);
+                                         finished.count_down();
+                                       });
+};
+
 }  // namespace
 
 TEST_SUITE("job records") {
@@ -201,15 +216,8 @@ TEST_SUITE("job records") {
     // forgotten first; add() used to create it again, so the oldest outcome came back as the
     // newest and a newer record was forgotten in its place.
     JobRecords records{{.max_count = 2}};
-    std::latch finished{1};
-    sandglass::Runtime rt{{.workers = 1}};
-    const sandglass::JobHandle early = rt.submit(
-        {.kind = "quick", .budget = 5s}, [](sandglass::JobContext&) {},
-        [&](const Outcome& o) {
-          records.finish(o);
-          finished.count_down();
-        });
-    finished.wait();
+    const FinishedBeforeAdd done{records};
+    const sandglass::JobHandle& early = done.job;
     REQUIRE(records.find_json(early.id()).has_value());
     constexpr sandglass::JobId kOthers = 1000;  // ids the runtime above never hands out
     for (sandglass::JobId id = kOthers; id < kOthers + 3; ++id) records.finish(completed(id));
@@ -235,15 +243,8 @@ TEST_SUITE("job records") {
 
   TEST_CASE("a record finished before its add keeps the arrival add gives" * doctest::timeout(10)) {
     JobRecords records{{}};
-    std::latch finished{1};
-    sandglass::Runtime rt{{.workers = 1}};
-    const sandglass::JobHandle early = rt.submit(
-        {.kind = "quick", .budget = 5s}, [](sandglass::JobContext&) {},
-        [&](const Outcome& o) {
-          records.finish(o);
-          finished.count_down();
-        });
-    finished.wait();
+    const FinishedBeforeAdd done{records};
+    const sandglass::JobHandle& early = done.job;
     records.add(early, "quick", {.intake = 7ms, .budget = 800ms});
     const auto r = boost::json::parse(*records.find_json(early.id())).as_object();
     CHECK(r.at("state").as_string() == "completed");

@@ -98,7 +98,7 @@ TEST_SUITE("jobs listing") {
     CHECK(listing(records, "?limit=1000").at("jobs").as_array().size() == 10);
   }
 
-  TEST_CASE("a live job is listed with remaining_ms and found by state and cause") {
+  TEST_CASE("a live job is listed with remaining_ms and found by state and cause" * doctest::timeout(30)) {
     JobRecords records{RecordRetention{}};
     Runtime rt{{.workers = 1, .capacity = 16}};
     std::latch started{1};
@@ -115,6 +115,8 @@ TEST_SUITE("jobs listing") {
     CHECK(r.at("remaining_ms").to_number<std::int64_t>() <= 10'000);
     records.cancel(h.id());
     CHECK(h.wait().cause == CancelCause::caller);
+    // The record turns terminal once the outcome callback finished it, just after the handle.
+    REQUIRE(records.outcome_until(h.id(), Deadline::never()).has_value());
     CHECK(listing(records, "?state=cancelled&cause=caller").at("jobs").as_array().size() == 1);
     CHECK(listing(records, "?state=running").at("jobs").as_array().empty());
   }
