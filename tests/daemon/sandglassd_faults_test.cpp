@@ -139,6 +139,17 @@ struct SubreaperScope {
   SubreaperScope& operator=(const SubreaperScope&) = delete;
 };
 
+// The "State:" and "PPid:" lines of /proc/PID/status, to say what a process that should be
+// gone still is; empty once there is no such process.
+std::string proc_state(pid_t pid) {
+  std::ifstream in{"/proc/" + std::to_string(pid) + "/status"};
+  std::string out;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("State:", 0) == 0 || line.rfind("PPid:", 0) == 0) out += line + "; ";
+  }
+  return out + "this process: " + std::to_string(::getpid());
+}
+
 std::vector<pid_t> pids_in(const std::string& text) {
   std::istringstream in{text};
   std::vector<pid_t> pids;
@@ -286,6 +297,7 @@ TEST_SUITE("sandglassd faults") {
     // catches it when the service stops).
     CHECK_FALSE(process_gone(escaped));
     ::kill(escaped, SIGKILL);
+    INFO("the escaped process: " << proc_state(escaped));
     CHECK(eventually([&] { return process_gone(escaped); }, 5s));
     CHECK(post_job(d.port(), R"({"kind":"sleep","args":{"ms":1}})").status == 200);
   }
