@@ -22,10 +22,11 @@ namespace {
 
 // A daemon whose upstream "next" is the daemon on `port`.
 std::unique_ptr<DaemonProcess> forwarding_to(std::uint16_t port, const std::string& extra = {},
-                                            std::vector<std::string> args = {}) {
+                                            std::vector<std::string> args = {},
+                                            int reserve_ms = 20) {
   const std::string config = write_temp_file(
       "forward.toml", "[upstreams.next]\nurl = \"http://127.0.0.1:" + std::to_string(port) +
-                          "/v1/jobs\"\nreserve_ms = 20\n" + extra);
+                          "/v1/jobs\"\nreserve_ms = " + std::to_string(reserve_ms) + "\n" + extra);
   args.insert(args.begin(), {"--config", config});
   return std::make_unique<DaemonProcess>(args);
 }
@@ -174,10 +175,12 @@ TEST_SUITE("sandglassd forward") {
   TEST_CASE("too little budget to call the upstream fails before dispatch and sends nothing" *
             doctest::timeout(60)) {
     DaemonProcess down;
-    const auto up = forwarding_to(down.port(), {}, {"--min-budget-ms", "10"});
-    // 25 ms of budget minus a 20 ms reserve leaves less than the 10 ms minimum.
+    // 2000 ms of budget minus the upstream's 1995 ms reserve leaves at most 5 ms, less than the
+    // 10 ms minimum, however long the request took to read (a 25 ms budget with a 20 ms reserve
+    // was refused at admission, budget_too_small, when reading it took over 10 ms under TSan).
+    const auto up = forwarding_to(down.port(), {}, {"--min-budget-ms", "10"}, 1995);
     const HttpAnswer answer = post_job(up->port(), forward_body(R"({"kind":"sleep","args":{"ms":1}})"),
-                                       {{"x-request-timeout-ms", "25"}});
+                                       {{"x-request-timeout-ms", "2000"}});
     CHECK(answer.status == 504);
     CHECK(json_of(answer).at("reason").as_string() == "deadline_exceeded_before_dispatch");
     CHECK(metric(down.port(), R"(sandglass_jobs_submitted_total{kind="sleep",priority="normal"})") <= 0);
