@@ -98,6 +98,9 @@ Options parse_options(int argc, char** argv) {
                  "cluster mode: start a PostgreSQL and 1..N --sandglassd nodes; measure throughput, "
                  "enqueue->start, claim latency, cancel across nodes, recovery after kill -9")
       ->check(CLI::Range(1, 16));
+  std::string cluster_steps;
+  app.add_option("--cluster-steps", cluster_steps,
+                 "cluster mode: the steps to run, of idle,claims,throughput,overload,cancel,recovery (all)");
   app.add_option("--soak-warm-up", soak_warm_up, "soak: RSS at start is taken after this much of the soak (15s)");
   app.add_option("--max-rss-growth-mib", o.max_rss_growth_mib, "soak: fail when peak or end RSS exceeds the start by more (16)")
       ->check(CLI::Range(0.0, 1e6));
@@ -129,6 +132,15 @@ Options parse_options(int argc, char** argv) {
     if (app.count("--service") == 0) service = "exp:20ms";
     if (app.count("--deadline") == 0) deadline = "200ms";
     if (loads.empty()) loads = "10";
+  }
+  if (!cluster_steps.empty()) {
+    const std::vector<std::string> all = o.cluster_steps;
+    o.cluster_steps = split_list(cluster_steps);
+    for (const std::string& step : o.cluster_steps) {
+      if (std::find(all.begin(), all.end(), step) == all.end()) {
+        fail("--cluster-steps", "unknown step \"" + step + "\" (idle, claims, throughput, overload, cancel, recovery)");
+      }
+    }
   }
   if (o.cluster_nodes > 0) {
     // The cluster's overload sweep: jobs long enough that the nodes' workers, not the 2 cores'

@@ -11,6 +11,29 @@
 -- The outcome channel's payload is now one or more lines "ID KIND RUN_US" (RUN_US -1: the job
 -- never ran), separated by newlines; one line is what 001 sent.
 
+-- Outcomes and commit points are written by id. The index of running rows by owner (001) holds,
+-- until vacuum, an entry for every job the owner ever ran, and with a queue table's stale
+-- statistics the planner walked it for each batch of outcomes instead of looking up the ids
+-- (7.5 ms per batch, measured). So those statements test the owner and the state with IS NOT
+-- DISTINCT FROM, which no index serves (neither is NULL on a running row: the same test as =),
+-- and name the ids with = ANY, which the primary key serves. The sweep keeps the index.
+
+-- Changes a node's counters of all four classes by p_queued[class + 1] jobs and p_work_us[...]
+-- work in one statement, taking the rows in ascending class (as every transaction that holds
+-- several of them does: no deadlock). A plpgsql statement, so its plan is cached per session
+-- (a call of the SQL function sandglass_count is planned again every time: 0.36 ms).
+CREATE FUNCTION sandglass_count_classes(p_node text, p_queued bigint[], p_work_us bigint[])
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO sandglass_counters AS c (node, priority, queued, work_us)
+  SELECT p_node, (k - 1)::smallint, p_queued[k], p_work_us[k]
+    FROM generate_series(1, 4) AS k
+   WHERE p_queued[k] <> 0 OR p_work_us[k] <> 0
+   ORDER BY k
+  ON CONFLICT (node, priority) DO UPDATE
+    SET queued = c.queued + EXCLUDED.queued, work_us = c.work_us + EXCLUDED.work_us;
+END $$;
+
 -- Tells the waiters of every node that these jobs ended: one NOTIFY per about 7,900 bytes of
 -- payload (PostgreSQL refuses payloads of 8,000 bytes). A kind's newlines become spaces and it
 -- is cut at 200 characters, so a line always fits.
@@ -109,12 +132,7 @@ BEGIN
   SELECT u.id, p_kinds[u.o], p_args[u.o], p_priorities[u.o], p_budget_us[u.o], p_work_us[u.o],
          clock_timestamp() + p_remaining_us[u.o] * interval '1 microsecond'
     FROM unnest(v_new, v_new_ids) AS u(o, id);
-  -- Counter rows in ascending class, as every transaction that holds several of them.
-  FOR k IN 1 .. 4 LOOP
-    IF v_add[k] <> 0 THEN
-      PERFORM sandglass_count(p_node, (k - 1)::smallint, v_add[k], v_addw[k]);
-    END IF;
-  END LOOP;
+  PERFORM sandglass_count_classes(p_node, v_add, v_addw);
   PERFORM pg_notify('sandglass_queued', kn.name) FROM unnest(v_kinds) AS kn(name);
 END $$;
 
@@ -129,7 +147,7 @@ LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
   r record; v_now timestamptz := clock_timestamp(); v_claimed integer := 0;
-  v_retired integer := 0; v_seen integer; v_want integer;
+  v_retired integer := 0; v_seen integer; v_seen_all integer := 0; v_want integer;
   v_dec bigint[] := ARRAY[0, 0, 0, 0]; v_decw bigint[] := ARRAY[0, 0, 0, 0];
   v_ended bigint[] := '{}'; v_ended_kinds text[] := '{}';
 BEGIN
@@ -166,6 +184,7 @@ BEGIN
                 d.left_us AS left_us, d.w AS w, d.take AS take
     LOOP
       v_seen := v_seen + 1;
+      v_seen_all := v_seen_all + 1;
       v_dec[r.cl + 1] := v_dec[r.cl + 1] + 1;
       v_decw[r.cl + 1] := v_decw[r.cl + 1] + r.w;
       IF r.take THEN
@@ -182,11 +201,10 @@ BEGIN
     -- Retired rows left room: look again, unless the queue had no more.
     EXIT WHEN p_limit = 0 OR v_claimed >= p_limit OR v_seen < v_want;
   END LOOP;
-  FOR i IN 1 .. 4 LOOP
-    IF v_dec[i] <> 0 THEN
-      PERFORM sandglass_count(p_node, (i - 1)::smallint, -v_dec[i], -v_decw[i]);
-    END IF;
-  END LOOP;
+  IF v_seen_all > 0 THEN
+    PERFORM sandglass_count_classes(p_node, ARRAY[-v_dec[1], -v_dec[2], -v_dec[3], -v_dec[4]],
+                                    ARRAY[-v_decw[1], -v_decw[2], -v_decw[3], -v_decw[4]]);
+  END IF;
   IF v_retired > 0 THEN
     PERFORM sandglass_notify_outcomes(v_ended, v_ended_kinds, NULL);
     job_id := NULL; kind := NULL; args := NULL; priority := NULL; attempt := NULL;
@@ -211,10 +229,26 @@ BEGIN
            finished_at = clock_timestamp()
       FROM unnest(p_ids, p_attempts, p_states, p_reasons, p_causes, p_committed, p_results,
                   p_errors, p_run_us) AS o(id, at, st, re, ca, co, rs, er, ru)
-     WHERE j.id = o.id AND j.attempt = o.at AND j.owner = p_owner AND j.state = 'running'
+     WHERE j.id = ANY (p_ids) AND j.id = o.id AND j.attempt = o.at
+       AND j.owner IS NOT DISTINCT FROM p_owner AND j.state IS NOT DISTINCT FROM 'running'
     RETURNING j.id, j.kind, o.ru)
   SELECT array_agg(w.id), array_agg(w.kind), array_agg(w.ru) INTO v_ids, v_kinds, v_run FROM written w;
   IF v_ids IS NULL THEN RETURN; END IF;
   PERFORM sandglass_notify_outcomes(v_ids, v_kinds, v_run);
   RETURN QUERY SELECT unnest(v_ids);
+END $$;
+
+-- A node is alive; it also records the commit points its running jobs passed since (001's,
+-- with the ids looked up by the primary key: see sandglass_finish).
+CREATE OR REPLACE FUNCTION sandglass_heartbeat(p_owner text, p_committed bigint[], p_attempts integer[])
+RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+  IF cardinality(p_committed) > 0 THEN
+    UPDATE sandglass_jobs j SET committed = true
+      FROM unnest(p_committed, p_attempts) AS c(id, at)
+     WHERE j.id = ANY (p_committed) AND j.id = c.id AND j.attempt = c.at
+       AND j.owner IS NOT DISTINCT FROM p_owner AND j.state IS NOT DISTINCT FROM 'running';
+  END IF;
+  UPDATE sandglass_nodes SET heartbeat_at = clock_timestamp() WHERE owner = p_owner;
+  RETURN FOUND;
 END $$;
