@@ -187,6 +187,9 @@ struct Cluster {
     const std::string path = (fs::temp_directory_path() / fmt::format("sandglass-bench-cluster-{}.toml", ::getpid())).string();
     std::ofstream{path} << fmt::format(
         "[runtime]\nworkers = {}\ncapacity = 100000\n[log]\nlevel = \"warn\"\n"
+        // The answer's way home crosses the database (a batch write, a NOTIFY, a read of the
+        // record): more than a lone daemon's 5 ms reserve.
+        "[budget]\nreserve_ms = 50\n"
         "[cluster]\nconninfo = \"{}\"\nclaim_batch = 64\nheartbeat_ms = 100\nlease_ms = 1000\npoll_ms = 50\n",
         workers, pg.conninfo());
     return path;

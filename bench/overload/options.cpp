@@ -150,6 +150,8 @@ Options parse_options(int argc, char** argv) {
     if (app.count("--deadline") == 0) deadline = "1s";
     if (loads.empty()) loads = o.smoke ? "2" : "2,5,10";
     if (o.smoke && duration.empty()) duration = "1s";
+    // Waiting clients hold their connection until the outcome: 512 per node.
+    if (app.count("--connections") == 0) o.connections = 512 * o.cluster_nodes;
   }
   if (!policies.empty()) {
     for (const std::string& p : split_list(policies)) {
