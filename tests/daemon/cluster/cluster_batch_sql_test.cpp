@@ -79,22 +79,23 @@ TEST_CASE("a claim takes class first then deadline, retires what can no longer f
           doctest::timeout(60)) {
   MigratedDb db;
   // Queued rows, by the database's clock: two expired (one of a kind this claimer does not
-  // serve), one spin with less time left than spin's tail estimate (0.5 s), four that can run.
+  // serve), one spin with less time left than spin's tail estimate (30 s), four that can run.
+  // (Seconds and minutes apart, so that a slow machine cannot move a row across a line.)
   db.pg.execute(
       "INSERT INTO sandglass_jobs (id, kind, args, priority, budget_us, work_us, deadline) VALUES"
       " (1, 'sleep', '{}', 2, 1, 5, clock_timestamp() - interval '1 second'),"
       " (2, 'exec', '{}', 0, 1, 5, clock_timestamp() - interval '1 second'),"
-      " (3, 'spin', '{}', 1, 1, 5, clock_timestamp() + interval '100 milliseconds'),"
+      " (3, 'spin', '{}', 1, 1, 5, clock_timestamp() + interval '20 seconds'),"
       " (4, 'sleep', '{}', 2, 1, 5, clock_timestamp() + interval '50 seconds'),"
-      " (5, 'spin', '{}', 1, 1, 5, clock_timestamp() + interval '40 seconds'),"
+      " (5, 'spin', '{}', 1, 1, 5, clock_timestamp() + interval '400 seconds'),"
       " (6, 'sleep', '{}', 2, 1, 5, clock_timestamp() + interval '30 seconds'),"
-      " (7, 'sleep', '{}', 3, 1, 5, clock_timestamp() + interval '30 seconds'),"
-      " (8, 'exec', '{}', 0, 1, 5, clock_timestamp() + interval '1 second');"
+      " (7, 'sleep', '{}', 3, 1, 5, clock_timestamp() + interval '300 seconds'),"
+      " (8, 'exec', '{}', 0, 1, 5, clock_timestamp() + interval '300 seconds');"
       "INSERT INTO sandglass_counters VALUES ('n1', 0, 2, 10), ('n1', 1, 2, 10), ('n1', 2, 3, 15),"
       " ('n1', 3, 1, 5)");
   const auto claimed = db.rows(
       "SELECT coalesce(job_id::text, 'retired'), coalesce(attempt, retired) FROM "
-      "sandglass_claim('n1/1', 'n1', 3, '{sleep,spin}', '{0,500000}') ORDER BY job_id NULLS LAST");
+      "sandglass_claim('n1/1', 'n1', 3, '{sleep,spin}', '{0,30000000}') ORDER BY job_id NULLS LAST");
   // Class 0: 2 expired (any kind), 8 not served; class 1: 3 too late, 5 claimed; class 2: 1
   // expired, then 6 and 4 claimed. 7 (class 3) waits: three were claimed.
   REQUIRE(claimed.size() == 4);
@@ -150,12 +151,13 @@ TEST_CASE("a node counts a stale outcome in a batch and writes the others of the
           doctest::timeout(120)) {
   ClusterFixture c;
   DaemonProcess& n = c.node({"sleep", "spin"}, 4);
-  // Four jobs of two kinds and classes that run at once on the node's four workers.
+  // Four jobs of two kinds and classes that run at once on the node's four workers (long
+  // enough that all four run together even on a slow machine).
   std::vector<std::uint64_t> ids;
-  const char* bodies[] = {R"({"kind":"sleep","args":{"ms":400},"priority":"high"})",
-                          R"({"kind":"spin","args":{"ms":400},"priority":"normal"})",
-                          R"({"kind":"sleep","args":{"ms":400},"priority":"sheddable"})",
-                          R"({"kind":"sleep","args":{"ms":400},"priority":"critical"})"};
+  const char* bodies[] = {R"({"kind":"sleep","args":{"ms":2000},"priority":"high"})",
+                          R"({"kind":"spin","args":{"ms":2000},"priority":"normal"})",
+                          R"({"kind":"sleep","args":{"ms":2000},"priority":"sheddable"})",
+                          R"({"kind":"sleep","args":{"ms":2000},"priority":"critical"})"};
   for (const char* body : bodies) {
     const HttpAnswer a = post_job(n.port(), body, {}, "?wait=false");
     REQUIRE(a.status == 202);
