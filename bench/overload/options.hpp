@@ -9,7 +9,7 @@
 //   sandglass-overload --soak 60s (--sandglassd PATH | --target http://127.0.0.1:PORT) ...
 //   sandglass-overload --cluster 3 --sandglassd PATH [--workers 8] [--smoke]
 //                      [--cluster-steps idle,claims,throughput,overload,cancel,recovery]
-//                      [--target is set by --cluster itself for its overload sweep]
+//   sandglass-overload --target http://127.0.0.1:P1,http://127.0.0.1:P2,...   (several daemons)
 //
 // Durations read "250us", "2ms", "1s"; distributions "fixed:D", "exp:MEAN",
 // "lognormal:MEDIAN:SIGMA", "uniform:MIN:MAX", "mix:PART@WEIGHT,..." (distribution.hpp);
