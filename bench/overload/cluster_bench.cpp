@@ -1,6 +1,8 @@
 #include "cluster_bench.hpp"
 
 #include "daemon_child.hpp"
+#include "http_driver.hpp"
+#include "report.hpp"
 
 #include <fmt/format.h>
 #include <libpq-fe.h>
@@ -63,14 +65,19 @@ class Postgres {
             "--encoding=UTF8 --locale=C > " + folder_ + "/initdb.log 2>&1") != 0) {
       throw std::runtime_error{"initdb failed; see " + folder_ + "/initdb.log"};
     }
-    port_ = 20000 + static_cast<int>(::getpid() % 20000);
-    if (run(as_ + kPgBin + "/pg_ctl -D " + folder_ + "/data -l " + folder_ + "/server.log -w -o \"-p " +
+    // A port another server may hold: a few tries.
+    bool started = false;
+    for (int attempt = 0; attempt < 5 && !started; ++attempt) {
+      port_ = 20000 + static_cast<int>((::getpid() + 7919 * attempt) % 20000);
+      started = run(as_ + kPgBin + "/pg_ctl -D " + folder_ + "/data -l " + folder_ + "/server.log -w -o \"-p " +
             std::to_string(port_) + " -k " + folder_ +
-            " -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100\" start > /dev/null") != 0) {
-      throw std::runtime_error{"PostgreSQL did not start; see " + folder_ + "/server.log"};
+            " -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100 -c track_functions=pl -c autovacuum_naptime=1\" start > /dev/null 2>&1") == 0;
     }
+    if (!started) throw std::runtime_error{"PostgreSQL did not start; see " + folder_ + "/server.log"};
     conn_ = PQconnectdb(conninfo().c_str());
     if (PQstatus(conn_) != CONNECTION_OK) throw std::runtime_error{PQerrorMessage(conn_)};
+    // The bench's own log of outcome writes (filled by a trigger: log_outcome_writes).
+    query("CREATE TABLE bench_outcome_log (id bigint, attempt integer, owner text)");
   }
   ~Postgres() {
     PQfinish(conn_);
@@ -180,6 +187,9 @@ struct Cluster {
     const std::string path = (fs::temp_directory_path() / fmt::format("sandglass-bench-cluster-{}.toml", ::getpid())).string();
     std::ofstream{path} << fmt::format(
         "[runtime]\nworkers = {}\ncapacity = 100000\n[log]\nlevel = \"warn\"\n"
+        // The answer's way home crosses the database (a batch write, a NOTIFY, a read of the
+        // record): more than a lone daemon's 5 ms reserve.
+        "[budget]\nreserve_ms = 50\n"
         "[cluster]\nconninfo = \"{}\"\nclaim_batch = 64\nheartbeat_ms = 100\nlease_ms = 1000\npoll_ms = 50\n",
         workers, pg.conninfo());
     return path;
@@ -199,7 +209,7 @@ struct Cluster {
 };
 
 void reset_queue(Postgres& pg) {
-  pg.query("TRUNCATE sandglass_jobs; DELETE FROM sandglass_counters");
+  pg.query("TRUNCATE sandglass_jobs; DELETE FROM sandglass_counters; TRUNCATE bench_outcome_log");
 }
 
 // The claim-latency histogram summed over the nodes' /metrics: {le -> count}.
@@ -247,8 +257,26 @@ void idle_latency(Cluster& c) {
               c.nodes.size(), std::stod(q[0][0]), std::stod(q[0][1]), quantile(rtt, 0.5), quantile(rtt, 0.99));
 }
 
+// Where the database's time went since the last call: calls and mean time of the cluster's
+// functions (track_functions = pl; total time includes the functions they call).
+std::string function_times(Postgres& pg) {
+  const auto rows = pg.query(
+      "SELECT funcname, calls, total_time FROM pg_stat_user_functions "
+      "WHERE funcname IN ('sandglass_submit_many', 'sandglass_claim', 'sandglass_finish', "
+      "'sandglass_heartbeat', 'sandglass_sweep') ORDER BY total_time DESC");
+  pg.query("SELECT pg_stat_reset()");
+  std::string out;
+  for (const auto& r : rows) {
+    const double calls = std::stod(r[1]);
+    out += fmt::format("{}{} {} calls, {:.0f} ms, {:.3f} ms each", out.empty() ? "" : "; ", r[0], r[1],
+                       std::stod(r[2]), calls > 0 ? std::stod(r[2]) / calls : 0.0);
+  }
+  return out;
+}
+
 void throughput(Cluster& c, std::size_t jobs, std::size_t clients) {
   reset_queue(c.pg);
+  function_times(c.pg);
   std::atomic<std::size_t> next{0};
   std::atomic<std::size_t> refused{0};
   const auto t0 = Clock::now();
@@ -267,7 +295,7 @@ void throughput(Cluster& c, std::size_t jobs, std::size_t clients) {
   const double submit_s = ms_between(t0, Clock::now()) / 1000;
   const std::size_t accepted = jobs - refused.load();
   while (std::stoul(c.pg.scalar("SELECT count(*) FROM sandglass_jobs WHERE state = 'done'")) < accepted) {
-    std::this_thread::sleep_for(5ms);
+    std::this_thread::sleep_for(50ms);  // a count scans the table: not too often
   }
   const double span = std::stod(c.pg.scalar(
       "SELECT extract(epoch FROM max(finished_at) - min(created_at)) FROM sandglass_jobs"));
@@ -278,6 +306,7 @@ void throughput(Cluster& c, std::size_t jobs, std::size_t clients) {
               c.nodes.size(), c.workers, accepted, clients, static_cast<double>(accepted) / span, span,
               static_cast<double>(jobs) / submit_s, refused.load(), bucket_quantile(buckets, 0.5),
               bucket_quantile(buckets, 0.99));
+  std::printf("    database time (track_functions): %s\n", function_times(c.pg).c_str());
 }
 
 void cancel_latency(Cluster& c, int rounds) {
@@ -348,6 +377,169 @@ void recovery(Cluster& c, int rounds) {
   }
 }
 
+// A libpq connection of the bench's own (one per claimer thread).
+class PgConn {
+ public:
+  explicit PgConn(const std::string& conninfo) : conn_{PQconnectdb(conninfo.c_str())} {
+    if (PQstatus(conn_) != CONNECTION_OK) throw std::runtime_error{PQerrorMessage(conn_)};
+    exec("SET synchronous_commit = off", {});  // as the nodes' sessions
+  }
+  ~PgConn() { PQfinish(conn_); }
+  PgConn(const PgConn&) = delete;
+  PgConn& operator=(const PgConn&) = delete;
+  // Runs `sql` with text parameters; returns the first column of every row.
+  std::vector<std::string> exec(const std::string& sql, const std::vector<std::string>& params) {
+    std::vector<const char*> values;
+    for (const std::string& p : params) values.push_back(p.c_str());
+    PGresult* r = PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr,
+                               values.data(), nullptr, nullptr, 0);
+    const auto status = PQresultStatus(r);
+    if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
+      const std::string error = PQresultErrorMessage(r);
+      PQclear(r);
+      throw std::runtime_error{sql + ": " + error};
+    }
+    std::vector<std::string> out;
+    for (int i = 0; i < PQntuples(r); ++i) out.emplace_back(PQgetvalue(r, i, 0));
+    PQclear(r);
+    return out;
+  }
+
+ private:
+  PGconn* conn_;
+};
+
+// Claim latency with `claimers` concurrent claimers, each on its own connection calling the
+// nodes' own claim statement (sandglass_claim, `batch` jobs at a time) and then writing the
+// claimed jobs' outcomes (sandglass_finish), as a node does, over a queue of 4 classes and
+// mixed budgets. Every claim's duration is recorded (steady clock around the round trip).
+// The kind "claimbench" is served by no node, so the running nodes do not take these jobs.
+void claim_latency(Cluster& c, std::size_t claimers, std::size_t claims_each, std::size_t batch) {
+  reset_queue(c.pg);
+  const std::size_t jobs = claimers * claims_each * batch;
+  c.pg.query(fmt::format(
+      "INSERT INTO sandglass_jobs (kind, args, priority, budget_us, deadline) "
+      "SELECT 'claimbench', '{{}}', (g % 4)::smallint, 120000000, "
+      "clock_timestamp() + (60 + g % 60) * interval '1 second' FROM generate_series(1, {}) g",
+      jobs));
+  c.pg.query("VACUUM ANALYZE sandglass_jobs");
+  // The claimers are live nodes to the nodes' sweeps (else their running jobs look lost and are
+  // taken back: fencing at work, but not what is measured here).
+  for (std::size_t k = 0; k < claimers; ++k) {
+    c.pg.query(fmt::format("INSERT INTO sandglass_nodes (owner, node, workers, capacity, heartbeat_at) "
+                           "VALUES ('claimbench-{}/0', 'claimbench', 0, 0, 'infinity')", k));
+  }
+  std::vector<std::vector<double>> per(claimers);
+  std::vector<std::vector<double>> finish_per(claimers);
+  std::atomic<std::size_t> claimed{0};
+  const auto t0 = Clock::now();
+  std::vector<std::thread> threads;
+  for (std::size_t k = 0; k < claimers; ++k) {
+    threads.emplace_back([&, k] {
+      PgConn db{c.pg.conninfo()};
+      const std::string owner = fmt::format("claimbench-{}/0", k);
+      for (std::size_t i = 0; i < claims_each; ++i) {
+        const auto a = Clock::now();
+        const std::vector<std::string> ids = db.exec(
+            "SELECT job_id FROM sandglass_claim($1, 'claimbench', $2, '{claimbench}', '{0}') "
+            "WHERE job_id IS NOT NULL",
+            {owner, std::to_string(batch)});
+        const auto b = Clock::now();
+        per[k].push_back(ms_between(a, b));
+        claimed.fetch_add(ids.size());
+        if (ids.empty()) break;
+        std::string id_list = "{", ones = "{", states = "{", reasons = "{", nulls = "{", fs = "{",
+                    zeros = "{";
+        for (std::size_t j = 0; j < ids.size(); ++j) {
+          const char* sep = j == 0 ? "" : ",";
+          id_list += sep + ids[j];
+          ones += std::string{sep} + "1";
+          states += std::string{sep} + "completed";
+          reasons += std::string{sep} + "ok";
+          nulls += std::string{sep} + "NULL";
+          fs += std::string{sep} + "f";
+          zeros += std::string{sep} + "0";
+        }
+        for (std::string* s : {&id_list, &ones, &states, &reasons, &nulls, &fs, &zeros}) *s += "}";
+        db.exec("SELECT count(*) FROM sandglass_finish($1, $2::bigint[], $3::int[], $4::text[], "
+                "$5::text[], $6::text[], $7::boolean[], $8::text[], $9::text[], $10::bigint[])",
+                {owner, id_list, ones, states, reasons, nulls, fs, nulls, nulls, zeros});
+        finish_per[k].push_back(ms_between(b, Clock::now()));
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const double seconds = ms_between(t0, Clock::now()) / 1000;
+  std::vector<double> all, fin;
+  for (const auto& v : per) all.insert(all.end(), v.begin(), v.end());
+  for (const auto& v : finish_per) fin.insert(fin.end(), v.begin(), v.end());
+  c.pg.query("DELETE FROM sandglass_nodes WHERE node = 'claimbench'");
+  const std::string doubles = c.pg.scalar(
+      "SELECT count(*) FROM sandglass_jobs WHERE kind = 'claimbench' AND (state <> 'done' OR attempt <> 1)");
+  std::printf("claim latency, %zu concurrent claimers (sandglass_claim of %zu jobs, then "
+              "sandglass_finish), %zu claims: p50 %.3f ms, p90 %.3f ms, p99 %.3f ms, max %.2f ms; "
+              "finish p50 %.3f ms, p99 %.3f ms; %zu jobs claimed and finished in %.2f s "
+              "(%.0f jobs/s); rows not done exactly once: %s\n",
+              claimers, batch, all.size(), quantile(all, 0.5), quantile(all, 0.9), quantile(all, 0.99),
+              quantile(all, 1.0), quantile(fin, 0.5), quantile(fin, 0.99), claimed.load(), seconds,
+              static_cast<double>(claimed.load()) / seconds, doubles.c_str());
+}
+
+// Logs every write of an outcome (a row becoming done), so that duplicates can be counted.
+void log_outcome_writes(Postgres& pg) {
+  pg.query(
+      "CREATE OR REPLACE FUNCTION bench_log_outcome() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+      " IF NEW.state = 'done' AND OLD.state <> 'done' THEN"
+      "   INSERT INTO bench_outcome_log VALUES (NEW.id, NEW.attempt, NEW.owner); END IF;"
+      " RETURN NEW; END $$;"
+      "CREATE OR REPLACE TRIGGER bench_log_outcome AFTER UPDATE ON sandglass_jobs FOR EACH ROW"
+      " EXECUTE FUNCTION bench_log_outcome();"
+      "TRUNCATE bench_outcome_log");
+}
+
+// By the database's clock, over the jobs of the run: claimed after their deadline (what the
+// claim rule forbids); started after it, with the start taken as finished_at - run_us (later
+// than the real start, by the outcome's write lag: an upper bound); jobs with more than one
+// outcome write; jobs not ended.
+void print_deadline_and_duplicates(Postgres& pg, const std::string& what) {
+  // Every job ends (its deadline passes at the latest); wait up to 30 s for it.
+  const auto until = Clock::now() + 30s;
+  while (pg.scalar("SELECT count(*) FROM sandglass_jobs WHERE state <> 'done'") != "0" && Clock::now() < until) {
+    std::this_thread::sleep_for(20ms);
+  }
+  const auto q = pg.query(
+      "SELECT count(*) FILTER (WHERE claimed_at > deadline),"
+      " count(*) FILTER (WHERE run_us >= 0 AND finished_at - run_us * interval '1 microsecond' > deadline),"
+      " count(*) FILTER (WHERE state <> 'done'), count(*),"
+      " (SELECT count(*) FROM (SELECT id FROM bench_outcome_log GROUP BY id HAVING count(*) > 1) d),"
+      " (SELECT count(*) FROM bench_outcome_log)"
+      " FROM sandglass_jobs");
+  std::printf("%s, by the database's clock over %s jobs: claimed after the deadline %s; started "
+              "after it (finished_at - run_us, an upper bound) %s; jobs with more than one outcome "
+              "write %s (%s writes logged); not ended %s\n",
+              what.c_str(), q[0][3].c_str(), q[0][0].c_str(), q[0][1].c_str(), q[0][4].c_str(),
+              q[0][5].c_str(), q[0][2].c_str());
+}
+
+// The goodput / wasted-work sweep of the HTTP mode (http_driver.hpp) against the cluster's
+// nodes at once: capacity measured closed loop over all nodes, then the loads of `o`.
+int overload_sweep(Cluster& c, const Options& o) {
+  reset_queue(c.pg);
+  log_outcome_writes(c.pg);
+  Options h = o;
+  h.cluster_nodes = 0;
+  h.target.clear();
+  for (const auto& n : c.nodes) h.target += (h.target.empty() ? "" : ",") + fmt::format("http://127.0.0.1:{}", n->port());
+  h.workers = o.workers * c.nodes.size();
+  std::printf("\n# overload of the %zu-node cluster (%zu workers each): --target %s\n", c.nodes.size(),
+              o.workers, h.target.c_str());
+  std::fflush(stdout);
+  const int rc = run_http(h);
+  std::fflush(stdout);
+  print_deadline_and_duplicates(c.pg, "overload sweep");
+  return rc;
+}
+
 }  // namespace
 
 int run_cluster(const Options& o) {
@@ -359,16 +551,29 @@ int run_cluster(const Options& o) {
     Postgres pg;
     Cluster c{pg, o.sandglassd_path, o.workers, {}};
     const std::size_t jobs = o.smoke ? 500 : 20'000;
+    int rc = 0;
+    std::printf("# %s\n# load average at the start: %s\n", o.command_line.c_str(), load_average().c_str());
+    const auto step = [&o](std::string_view name) {
+      return std::find(o.cluster_steps.begin(), o.cluster_steps.end(), name) != o.cluster_steps.end();
+    };
+    c.add();
+    if (step("idle")) idle_latency(c);
+    if (step("claims")) claim_latency(c, 8, o.smoke ? 20 : 500, 8);
     for (std::size_t k = 1; k <= o.cluster_nodes; ++k) {
       while (c.nodes.size() < k) c.add();
-      if (k == 1) idle_latency(c);
-      throughput(c, jobs, 16);
+      if (step("throughput")) throughput(c, jobs, 64);
     }
-    if (c.nodes.size() >= 2) {
-      cancel_latency(c, o.smoke ? 5 : 50);
-      recovery(c, o.smoke ? 1 : 3);
+    if (step("overload")) rc = overload_sweep(c, o);
+    if (c.nodes.size() >= 2 && (step("cancel") || step("recovery"))) {
+      reset_queue(c.pg);
+      log_outcome_writes(c.pg);
+      if (step("cancel")) cancel_latency(c, o.smoke ? 5 : 50);
+      if (step("recovery")) recovery(c, o.smoke ? 1 : 3);
+      print_deadline_and_duplicates(pg, "cancel and kill -9 rounds");
     }
     c.stop_all();
+    std::printf("# load average at the end: %s\n", load_average().c_str());
+    return rc;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "sandglass-overload --cluster: %s\n", e.what());
     return 1;

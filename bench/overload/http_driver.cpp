@@ -24,7 +24,7 @@ struct HttpPoint {
   std::unique_ptr<Recorder> recorder;
 };
 
-HttpPoint run_http_point(const Options& o, const HttpTarget& target, std::optional<int> pid,
+HttpPoint run_http_point(const Options& o, std::span<const HttpTarget> targets, std::optional<int> pid,
                          double load, double capacity, std::span<const Arrival> arrivals,
                          Duration length) {
   // RSS of the daemon, when we found its process.
@@ -32,7 +32,7 @@ HttpPoint run_http_point(const Options& o, const HttpTarget& target, std::option
   if (pid) rss.emplace(std::to_string(*pid));
   auto rec = std::make_unique<Recorder>(Clock::now() + 5ms, arrivals);
   const HttpRunStats s = run_http_arrivals(
-      target, {.body = o.body, .max_connections = o.connections}, *rec);
+      targets, {.body = o.body, .max_connections = o.connections}, *rec);
   PointResult r = summarize({.policy = "sandglassd",
                              .load = load,
                              .length = length,
@@ -56,21 +56,24 @@ HttpPoint run_http_point(const Options& o, const HttpTarget& target, std::option
 }  // namespace
 
 int run_http(const Options& o) {
-  const std::optional<HttpTarget> target = parse_http_target(o.target);
-  if (!target) {
-    std::fprintf(stderr, "sandglass-overload: --target: expected http://127.0.0.1:PORT, got \"%s\"\n",
+  const std::optional<std::vector<HttpTarget>> targets = parse_http_targets(o.target);
+  if (!targets) {
+    std::fprintf(stderr,
+                 "sandglass-overload: --target: expected http://127.0.0.1:PORT[,http://127.0.0.1:PORT...], "
+                 "got \"%s\"\n",
                  o.target.c_str());
     return 2;
   }
-  const std::optional<int> pid = find_listener_pid(target->port);
+  // RSS is sampled from the first target's process only.
+  const std::optional<int> pid = find_listener_pid(targets->front().port);
   RunInfo info{.options = &o, .machine = describe_machine(), .mode = "http",
                .load_at_start = load_average()};
   const std::size_t closed_loop = std::max<std::size_t>(16, 4 * o.workers);
   info.capacity_per_s =
-      measure_http_capacity(*target, o.body, o.service, closed_loop, o.capacity_duration, o.seed);
+      measure_http_capacity(*targets, o.body, o.service, closed_loop, o.capacity_duration, o.seed);
   info.capacity_note = fmt::format(
       "{} closed-loop connections for {} against {} (pid {}; --workers {} should match the "
-      "daemon's); service times rounded to whole ms",
+      "daemons' workers in all); service times rounded to whole ms",
       closed_loop, format_duration(o.capacity_duration), o.target,
       pid ? std::to_string(*pid) : std::string{"unknown: no RSS"}, o.workers);
   print_settings(stdout, info);
@@ -87,7 +90,7 @@ int run_http(const Options& o) {
     const Phase phase{.rate_per_s = o.loads[li] * info.capacity_per_s, .length = o.duration};
     const std::vector<Arrival> arrivals =
         make_schedule({&phase, 1}, o.service, o.deadline, o.seed * 1'000'003 + li);
-    HttpPoint p = run_http_point(o, *target, pid, o.loads[li], info.capacity_per_s, arrivals, o.duration);
+    HttpPoint p = run_http_point(o, *targets, pid, o.loads[li], info.capacity_per_s, arrivals, o.duration);
     ok = ok && p.point.consistent;
     points.push_back(std::move(p.point));
   }
@@ -97,7 +100,7 @@ int run_http(const Options& o) {
     const double c = info.capacity_per_s;
     const std::vector<Phase> phases{{0.8 * c, o.duration}, {1.4 * c, o.duration}, {0.8 * c, o.duration}};
     const std::vector<Arrival> arrivals = make_schedule(phases, o.service, o.deadline, o.seed * 7 + 3);
-    HttpPoint p = run_http_point(o, *target, pid, 1.0, c, arrivals, schedule_length(phases));
+    HttpPoint p = run_http_point(o, *targets, pid, 1.0, c, arrivals, schedule_length(phases));
     spikes.push_back(analyze_spike("sandglassd", *p.recorder, phases));
     print_spike(stdout, spikes);
   }

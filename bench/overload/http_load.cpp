@@ -207,6 +207,19 @@ void note_error(HttpRunStats& s, const std::string& what) {
 
 }  // namespace
 
+std::optional<std::vector<HttpTarget>> parse_http_targets(const std::string& urls) {
+  std::vector<HttpTarget> out;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t end = urls.find(',', start);
+    const auto t = parse_http_target(urls.substr(start, end - start));
+    if (!t) return std::nullopt;
+    out.push_back(*t);
+    if (end == std::string::npos) return out;
+    start = end + 1;
+  }
+}
+
 std::optional<HttpTarget> parse_http_target(const std::string& url) {
   constexpr std::string_view kPrefix = "http://127.0.0.1:";
   if (!url.starts_with(kPrefix)) return std::nullopt;
@@ -222,10 +235,21 @@ std::optional<HttpTarget> parse_http_target(const std::string& url) {
 
 HttpRunStats run_http_arrivals(const HttpTarget& target, const HttpRunOptions& options,
                                Recorder& rec) {
+  return run_http_arrivals(std::span<const HttpTarget>{&target, 1}, options, rec);
+}
+
+HttpRunStats run_http_arrivals(std::span<const HttpTarget> targets, const HttpRunOptions& options,
+                               Recorder& rec) {
   HttpRunStats stats;
   asio::io_context ioc{1};
-  const tcp::endpoint endpoint{asio::ip::make_address(target.host), target.port};
-  ConnectionPool pool{ioc, endpoint, options.max_connections};
+  // One pool per target, each with its share of the connections; arrival i goes to target
+  // i mod N, so the load is spread evenly.
+  std::vector<std::unique_ptr<ConnectionPool>> pools;
+  for (const HttpTarget& t : targets) {
+    pools.push_back(std::make_unique<ConnectionPool>(
+        ioc, tcp::endpoint{asio::ip::make_address(t.host), t.port},
+        std::max<std::size_t>(1, options.max_connections / targets.size())));
+  }
   const std::size_t n = rec.size();
   std::size_t next = 0;
   bool done = false;
@@ -255,9 +279,10 @@ HttpRunStats run_http_arrivals(const HttpTarget& target, const HttpRunOptions& o
   auto submit = [&](std::size_t i, TimePoint now) {
     rec.submitted(i, now);
     const auto budget_ms = std::chrono::floor<std::chrono::milliseconds>(rec.deadline(i) - now).count();
-    Request req = make_request(http::verb::post, "/v1/jobs", target,
+    const std::size_t t = i % targets.size();
+    Request req = make_request(http::verb::post, "/v1/jobs", targets[t],
                                job_body(options.body, rec.arrival(i).service, budget_ms));
-    if (!pool.send(std::move(req), [&on_answer, i](beast::error_code ec, Response& r) { on_answer(i, ec, r); })) {
+    if (!pools[t]->send(std::move(req), [&on_answer, i](beast::error_code ec, Response& r) { on_answer(i, ec, r); })) {
       ++stats.no_free_connection;
       note_error(stats, "no free connection (raise --connections)");
       rec.failed(i, now, Duration::zero());
@@ -276,16 +301,32 @@ HttpRunStats run_http_arrivals(const HttpTarget& target, const HttpRunOptions& o
     finish_if_done();
   };
 
-  // The queue depth, from the daemon's own gauge, on a connection of its own.
-  auto metrics = std::make_shared<Connection>(ioc);
+  // The queue depth, from the daemons' own gauges (summed over the targets, each polled on a
+  // connection of its own).
+  struct MetricsPoll {
+    std::shared_ptr<Connection> connection;
+    std::size_t depth = 0;
+  };
+  std::vector<MetricsPoll> polls;
+  for (std::size_t t = 0; t < targets.size(); ++t) polls.push_back({std::make_shared<Connection>(ioc)});
   asio::steady_timer poll{ioc};
+  std::size_t polls_open = 0;
   std::function<void()> poll_metrics = [&] {
-    metrics->exchange(endpoint, make_request(http::verb::get, "/metrics", target, {}),
-                      [&](beast::error_code ec, Response& r) {
-                        if (!ec) stats.peak_queue_depth = std::max(stats.peak_queue_depth, queue_depth_from_metrics(r.body()));
-                        poll.expires_after(options.metrics_every);
-                        poll.async_wait([&](beast::error_code pec) { if (!pec) poll_metrics(); });
-                      });
+    polls_open = targets.size();
+    for (std::size_t t = 0; t < targets.size(); ++t) {
+      polls[t].connection->exchange(
+          tcp::endpoint{asio::ip::make_address(targets[t].host), targets[t].port},
+          make_request(http::verb::get, "/metrics", targets[t], {}),
+          [&, t](beast::error_code ec, Response& r) {
+            if (!ec) polls[t].depth = queue_depth_from_metrics(r.body());
+            if (--polls_open > 0) return;
+            std::size_t depth = 0;
+            for (const MetricsPoll& m : polls) depth += m.depth;
+            stats.peak_queue_depth = std::max(stats.peak_queue_depth, depth);
+            poll.expires_after(options.metrics_every);
+            poll.async_wait([&](beast::error_code pec) { if (!pec) poll_metrics(); });
+          });
+    }
   };
 
   TimePoint last_deadline = rec.start();
@@ -297,7 +338,7 @@ HttpRunStats run_http_arrivals(const HttpTarget& target, const HttpRunOptions& o
   asio::post(ioc, tick);
   poll_metrics();
   ioc.run();
-  stats.connections_opened = pool.opened();
+  for (const auto& pool : pools) stats.connections_opened += pool->opened();
   // Unanswered 30 s after the last deadline: lost.
   const TimePoint now = Clock::now();
   for (std::size_t i = 0; i < n; ++i) {
@@ -312,31 +353,40 @@ HttpRunStats run_http_arrivals(const HttpTarget& target, const HttpRunOptions& o
 
 double measure_http_capacity(const HttpTarget& target, Body body, const Distribution& service,
                              std::size_t connections, Duration length, std::uint64_t seed) {
+  return measure_http_capacity(std::span<const HttpTarget>{&target, 1}, body, service, connections,
+                               length, seed);
+}
+
+double measure_http_capacity(std::span<const HttpTarget> targets, Body body,
+                             const Distribution& service, std::size_t connections, Duration length,
+                             std::uint64_t seed) {
   asio::io_context ioc{1};
-  const tcp::endpoint endpoint{asio::ip::make_address(target.host), target.port};
   std::mt19937_64 rng{seed};
   const TimePoint start = Clock::now();
   const TimePoint end = start + length;
   std::size_t completed = 0;
   TimePoint last = start;
   std::vector<std::shared_ptr<Connection>> conns;
-  std::function<void(std::shared_ptr<Connection>)> loop = [&](std::shared_ptr<Connection> c) {
+  // Connection k drives target k mod N.
+  std::function<void(std::shared_ptr<Connection>, std::size_t)> loop = [&](std::shared_ptr<Connection> c,
+                                                                           std::size_t t) {
     if (Clock::now() >= end) return;
-    c->exchange(endpoint,
+    const HttpTarget& target = targets[t];
+    c->exchange(tcp::endpoint{asio::ip::make_address(target.host), target.port},
                 make_request(http::verb::post, "/v1/jobs", target, job_body(body, service.sample(rng), 60'000)),
-                [&, c](beast::error_code ec, Response& r) {
+                [&, c, t](beast::error_code ec, Response& r) {
                   if (ec) return;  // this connection stops; the others go on
                   const TimePoint now = Clock::now();
                   if (r.result_int() == 200 && now < end) {
                     ++completed;
                     last = now;
                   }
-                  loop(c);
+                  loop(c, t);
                 });
   };
   for (std::size_t k = 0; k < connections; ++k) {
     conns.push_back(std::make_shared<Connection>(ioc));
-    loop(conns.back());
+    loop(conns.back(), k % targets.size());
   }
   ioc.run();
   const double seconds = std::chrono::duration<double>{last - start}.count();

@@ -6,6 +6,8 @@
 //   Recorder rec{start, arrivals};
 //   HttpRunStats s = run_http_arrivals(target, {.body = Body::sleep}, rec);   // Blocks
 //
+// Several targets (a cluster's nodes, `--target URL,URL,...`) share the arrivals round robin.
+//
 // A request carries `{"kind": "sleep"|"spin", "args": {"ms": N}, "timeout_ms": B}`, where N
 // is the service time rounded to whole milliseconds (the API's unit) and B the budget left
 // when the request is written (deadline − now, whole milliseconds, at least 0). Answers:
@@ -29,7 +31,9 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 namespace sandglass::bench {
 
@@ -40,6 +44,8 @@ struct HttpTarget {
 
 // "http://127.0.0.1:PORT[/]" → target; nullopt for anything else.
 std::optional<HttpTarget> parse_http_target(const std::string& url);
+// Comma-separated URLs, each as parse_http_target reads it; nullopt when one is not.
+std::optional<std::vector<HttpTarget>> parse_http_targets(const std::string& urls);
 
 struct HttpRunOptions {
   Body body = Body::sleep;
@@ -63,11 +69,19 @@ struct HttpRunStats {
 // answer 30 s after the last deadline are recorded failed). Blocks.
 HttpRunStats run_http_arrivals(const HttpTarget& target, const HttpRunOptions& options,
                                Recorder& rec);
+// The same over several daemons (a cluster's nodes): arrival i goes to targets[i mod N], each
+// target gets max_connections / N connections, the queue depth is the sum of their gauges.
+HttpRunStats run_http_arrivals(std::span<const HttpTarget> targets, const HttpRunOptions& options,
+                               Recorder& rec);
 
 // Completions per second of the daemon kept saturated by `connections` closed-loop clients
 // with generous budgets, over `length`. Blocks.
 double measure_http_capacity(const HttpTarget& target, Body body, const Distribution& service,
                              std::size_t connections, Duration length, std::uint64_t seed);
+// The same with the connections spread over several daemons (connection k drives target k mod N).
+double measure_http_capacity(std::span<const HttpTarget> targets, Body body,
+                             const Distribution& service, std::size_t connections, Duration length,
+                             std::uint64_t seed);
 
 // The body of GET `path` on a fresh connection; nullopt on a transport error or a status other
 // than 200. Blocks (at most a few seconds).

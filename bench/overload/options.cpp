@@ -78,7 +78,9 @@ Options parse_options(int argc, char** argv) {
   app.add_option("--json", o.json_path, "write the results as JSON to FILE");
   app.add_option("--plot", o.plot_path, "draw goodput and wasted work against load to FILE.svg or .png (gnuplot)");
   app.add_flag("--spike", o.spike, "run 0.8x -> 1.4x -> 0.8x of capacity and report recovery times");
-  app.add_option("--target", o.target, "drive a running sandglassd at http://127.0.0.1:PORT instead");
+  app.add_option("--target", o.target,
+                 "drive running sandglassd instead: http://127.0.0.1:PORT, or several comma-separated "
+                 "(a cluster's nodes; the load is spread evenly over them)");
   app.add_flag("--smoke", o.smoke, "a run of a few seconds that checks the bench works (CI)");
   app.add_flag("--verbose", o.verbose, "print diagnostics under each row (generator lag, utilization, ...)");
   app.add_option("--estimate-quantile", o.estimate_quantile, "sandglass: quantile of a kind's run times that must fit before the deadline (0.99, the Runtime's default)")
@@ -96,6 +98,9 @@ Options parse_options(int argc, char** argv) {
                  "cluster mode: start a PostgreSQL and 1..N --sandglassd nodes; measure throughput, "
                  "enqueue->start, claim latency, cancel across nodes, recovery after kill -9")
       ->check(CLI::Range(1, 16));
+  std::string cluster_steps;
+  app.add_option("--cluster-steps", cluster_steps,
+                 "cluster mode: the steps to run, of idle,claims,throughput,overload,cancel,recovery (all)");
   app.add_option("--soak-warm-up", soak_warm_up, "soak: RSS at start is taken after this much of the soak (15s)");
   app.add_option("--max-rss-growth-mib", o.max_rss_growth_mib, "soak: fail when peak or end RSS exceeds the start by more (16)")
       ->check(CLI::Range(0.0, 1e6));
@@ -127,6 +132,26 @@ Options parse_options(int argc, char** argv) {
     if (app.count("--service") == 0) service = "exp:20ms";
     if (app.count("--deadline") == 0) deadline = "200ms";
     if (loads.empty()) loads = "10";
+  }
+  if (!cluster_steps.empty()) {
+    const std::vector<std::string> all = o.cluster_steps;
+    o.cluster_steps = split_list(cluster_steps);
+    for (const std::string& step : o.cluster_steps) {
+      if (std::find(all.begin(), all.end(), step) == all.end()) {
+        fail("--cluster-steps", "unknown step \"" + step + "\" (idle, claims, throughput, overload, cancel, recovery)");
+      }
+    }
+  }
+  if (o.cluster_nodes > 0) {
+    // The cluster's overload sweep: jobs long enough that the nodes' workers, not the 2 cores'
+    // HTTP and SQL work per request, are the capacity (8 workers x 3 nodes / 100 ms = 240
+    // jobs/s, so 10x is 2,400 requests/s). Explicit flags still win.
+    if (app.count("--service") == 0) service = "exp:100ms";
+    if (app.count("--deadline") == 0) deadline = "1s";
+    if (loads.empty()) loads = o.smoke ? "2" : "2,5,10";
+    if (o.smoke && duration.empty()) duration = "1s";
+    // Waiting clients hold their connection until the outcome: 512 per node.
+    if (app.count("--connections") == 0) o.connections = 512 * o.cluster_nodes;
   }
   if (!policies.empty()) {
     for (const std::string& p : split_list(policies)) {
@@ -189,8 +214,15 @@ Options parse_options(int argc, char** argv) {
   } else if (!o.sandglassd_path.empty() && o.cluster_nodes == 0) {
     fail("--sandglassd", "only the soak and cluster modes start daemons (add --soak 60s or --cluster N)");
   }
-  if (!o.target.empty() && !o.target.starts_with("http://127.0.0.1:")) {
-    fail("--target", "only http://127.0.0.1:PORT targets are driven, got \"" + o.target + "\"");
+  if (!o.target.empty()) {
+    for (const std::string& t : split_list(o.target)) {
+      if (!t.starts_with("http://127.0.0.1:")) {
+        fail("--target", "only http://127.0.0.1:PORT targets are driven, got \"" + t + "\"");
+      }
+    }
+    if (o.soak > Duration::zero() && o.target.find(',') != std::string::npos) {
+      fail("--target", "the soak drives one daemon: give one URL");
+    }
   }
   return o;
 }

@@ -8,6 +8,8 @@
 //                      [--smoke] ...
 //   sandglass-overload --soak 60s (--sandglassd PATH | --target http://127.0.0.1:PORT) ...
 //   sandglass-overload --cluster 3 --sandglassd PATH [--workers 8] [--smoke]
+//                      [--cluster-steps idle,claims,throughput,overload,cancel,recovery]
+//   sandglass-overload --target http://127.0.0.1:P1,http://127.0.0.1:P2,...   (several daemons)
 //
 // Durations read "250us", "2ms", "1s"; distributions "fixed:D", "exp:MEAN",
 // "lognormal:MEDIAN:SIGMA", "uniform:MIN:MAX", "mix:PART@WEIGHT,..." (distribution.hpp);
@@ -64,6 +66,8 @@ struct Options {
   // Cluster mode (cluster_bench.hpp): on when positive; starts a PostgreSQL and up to this many
   // --sandglassd nodes.
   std::size_t cluster_nodes = 0;
+  // The cluster steps to run (default: all): idle, claims, throughput, overload, cancel, recovery.
+  std::vector<std::string> cluster_steps{"idle", "claims", "throughput", "overload", "cancel", "recovery"};
 };
 
 // Exits: 0 after --help, 2 with a message naming the flag on bad input.

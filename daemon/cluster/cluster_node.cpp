@@ -42,6 +42,7 @@ using std::chrono::milliseconds;
 
 constexpr std::size_t kIntakeThreads = 2;
 constexpr milliseconds kCommitPoll{5};          // how often commit points are looked for
+constexpr microseconds kClaimGather{1000};      // most a claim waits for more workers to free up
 constexpr milliseconds kReconnectBackoff{200};  // between attempts to reach the database
 constexpr std::size_t kFinishBatch = 512;       // most outcomes one statement writes
 constexpr std::size_t kSubmitBatch = 128;       // most submissions one statement inserts
@@ -719,38 +720,54 @@ class ClusterNode::Impl {
         queued = true;
         continue;
       }
-      // "ID KIND RUN_US" (outcome) or "ID OWNER" (cancel)
-      const std::size_t sp = n.payload.find(' ');
-      const auto id = parse_int(std::string_view{n.payload}.substr(0, sp));
-      if (!id || sp == std::string::npos) continue;
-      const std::string_view rest = std::string_view{n.payload}.substr(sp + 1);
-      if (n.channel == "sandglass_cancel") {
-        if (rest == owner_) cancel_local(static_cast<JobId>(*id));
+      if (n.channel == "sandglass_cancel") {  // "ID OWNER"
+        const std::size_t sp = n.payload.find(' ');
+        const auto id = parse_int(std::string_view{n.payload}.substr(0, sp));
+        if (id && sp != std::string::npos && std::string_view{n.payload}.substr(sp + 1) == owner_) {
+          cancel_local(static_cast<JobId>(*id));
+        }
         continue;
       }
-      const std::size_t sp2 = rest.find(' ');
-      const std::string kind{rest.substr(0, sp2)};
-      if (sp2 != std::string_view::npos) {
-        if (const auto run_us = parse_int(rest.substr(sp2 + 1)); run_us && *run_us >= 0) {
-          record_run(kind, microseconds{*run_us});
-        }
-      }
-      {
-        std::lock_guard lock{lag_mu_};
-        if (const auto it = finish_sent_.find(static_cast<JobId>(*id)); it != finish_sent_.end()) {
-          notify_lag_.Observe(std::chrono::duration<double>(now - it->second).count());
-          finish_sent_.erase(it);
-        }
-      }
-      std::lock_guard lock{wait_mu_};
-      remember_outcome(static_cast<JobId>(*id));
-      if (const auto it = waiters_.find(static_cast<JobId>(*id)); it != waiters_.end()) {
-        for (Respond& r : it->second) to_answer.emplace_back(it->first, std::move(r));
-        waiters_.erase(it);
+      // One line "ID KIND RUN_US" per job that ended (003_batched.sql), newline-separated.
+      std::string_view lines{n.payload};
+      while (!lines.empty()) {
+        const std::size_t nl = lines.find('\n');
+        outcome_noticed(lines.substr(0, nl), now, to_answer);
+        lines = nl == std::string_view::npos ? std::string_view{} : lines.substr(nl + 1);
       }
     }
     if (queued) wake_claimer();
     answer(db, std::move(to_answer));
+  }
+
+  // One outcome line "ID KIND RUN_US": learns the run time, the notify lag, and moves the job's
+  // waiters to `to_answer`.
+  void outcome_noticed(std::string_view line, TimePoint now,
+                       std::vector<std::pair<JobId, Respond>>& to_answer) {
+    const std::size_t sp = line.find(' ');
+    const auto parsed = parse_int(line.substr(0, sp));
+    if (!parsed || sp == std::string_view::npos) return;
+    const JobId id = static_cast<JobId>(*parsed);
+    const std::string_view rest = line.substr(sp + 1);
+    const std::size_t sp2 = rest.rfind(' ');
+    if (sp2 != std::string_view::npos) {
+      if (const auto run_us = parse_int(rest.substr(sp2 + 1)); run_us && *run_us >= 0) {
+        record_run(std::string{rest.substr(0, sp2)}, microseconds{*run_us});
+      }
+    }
+    {
+      std::lock_guard lock{lag_mu_};
+      if (const auto it = finish_sent_.find(id); it != finish_sent_.end()) {
+        notify_lag_.Observe(std::chrono::duration<double>(now - it->second).count());
+        finish_sent_.erase(it);
+      }
+    }
+    std::lock_guard lock{wait_mu_};
+    remember_outcome(id);
+    if (const auto it = waiters_.find(id); it != waiters_.end()) {
+      for (Respond& r : it->second) to_answer.emplace_back(it->first, std::move(r));
+      waiters_.erase(it);
+    }
   }
 
   void answer(PgSession& db, std::vector<std::pair<JobId, Respond>> to_answer) {
@@ -826,6 +843,15 @@ class ClusterNode::Impl {
         std::unique_lock lock{claim_mu_};
         claim_cv_.wait_for(lock, st, config_.poll, [this] {
           return claim_wanted_ && held_.load(std::memory_order_relaxed) < workers_;
+        });
+        if (st.stop_requested() || claiming_stopped_) return;
+        // Claim in groups: while some workers are busy, wait a little (kClaimGather at most)
+        // for a group of them to be free, so that a claim's round trip serves several jobs.
+        // An idle node claims at once.
+        const std::size_t group = std::max<std::size_t>(1, std::min(config_.claim_batch, workers_ / 2));
+        claim_cv_.wait_for(lock, st, kClaimGather, [this, group] {
+          const std::size_t held = held_.load(std::memory_order_relaxed);
+          return held == 0 || held + group <= workers_;
         });
         if (st.stop_requested() || claiming_stopped_) return;
         claim_wanted_ = false;

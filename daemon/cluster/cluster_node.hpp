@@ -6,15 +6,20 @@
 //   ... Api delegates POST/GET/DELETE /v1/jobs to node.submit / job_record / cancel ...
 //   node.stop_claiming(); runtime.shutdown(...); node.stop();
 //
-// Where the rules live (DESIGN.md, "Cluster mode"):
+// Where the rules live (DESIGN.md, "Cluster mode"). The SQL is in migrations/: 001_queue.sql
+// defined each function, 003_batched.sql replaced sandglass_submit_many, sandglass_claim,
+// sandglass_finish and sandglass_heartbeat with batched forms of the same rules.
 // - The clock: the database's. A deadline is written as clock_timestamp() + the budget left at
-//   insert (sandglass_submit); every "is it too late" is decided in SQL by that clock
+//   insert (sandglass_submit_many); every "is it too late" is decided in SQL by that clock
 //   (sandglass_claim, sandglass_sweep). A node only receives "remaining_us" at claim and turns
 //   it into its own steady-clock Deadline (`claim_once`), so machine clocks never matter.
-// - The claim rule: sandglass_claim — at most the node's free workers (workers − jobs it holds),
-//   class then deadline, SKIP LOCKED, retiring head rows that can no longer finish.
-// - Fencing: sandglass_finish writes an outcome only WHERE id, attempt and owner match a running
-//   job; anything else is a stale outcome, discarded and counted (`finisher_loop`).
+// - The claim rule: sandglass_claim — at most the node's free workers (workers − jobs it holds,
+//   `claim_once`), class then deadline, SKIP LOCKED, retiring head rows that can no longer
+//   finish. While some workers are busy the claimer waits up to 1 ms for a group of them to
+//   free up (`claimer_loop`), so that one claim serves several jobs.
+// - Fencing: sandglass_finish writes a batch of outcomes, each only WHERE its id, attempt and
+//   owner match a running job; the others are stale outcomes, discarded and counted
+//   (`write_outcomes`). Waiters learn of a batch by NOTIFYs of many lines each.
 // - Commit points: a handler's `commit()` is seen by polling `JobContext::committed()` every
 //   5 ms and written at once (`heartbeat_loop`); a lost node's job whose commit reached the
 //   database is never queued again (node_lost instead). A node killed within those few
