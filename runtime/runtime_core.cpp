@@ -1,6 +1,7 @@
 #include "runtime/runtime_core.hpp"
 
 #include "workers/callback_scope.hpp"
+#include "workers/job_pool.hpp"
 
 #include <boost/asio/post.hpp>
 
@@ -72,6 +73,8 @@ std::string implausible_message(TimePoint start, TimePoint now, Duration estimat
 }
 // Tells runtimes apart in the per-thread caches (an address may be reused).
 std::atomic<std::uint64_t> g_next_serial{1};
+// Runtimes alive: the last one to go gives the job pool's spare blocks back to malloc.
+std::atomic<std::size_t> g_live_runtimes{0};
 
 }  // namespace
 
@@ -117,6 +120,7 @@ RuntimeCore::RuntimeCore(RuntimeOptions options)
       slots_(options_.workers),
       slot_ends_{std::make_unique<SlotEnd[]>(options_.workers)},
       serial_{g_next_serial.fetch_add(1, std::memory_order_relaxed)} {
+  g_live_runtimes.fetch_add(1, std::memory_order_relaxed);
   // Bulkhead kinds get their groups up front so that pop() never grows a vector under load.
   for (const auto& [kind, limit] : options_.kind_limits) {
     KindState& ks = kind_state(kind);
@@ -133,8 +137,13 @@ RuntimeCore::RuntimeCore(RuntimeOptions options)
 RuntimeCore::~RuntimeCore() {
   // Jobs are all finished (the Runtime shut down); callers that reached the runtime through a
   // job before it finished may still be inside cancel_from_outside.
-  Lock lock{mu_};
-  drained_.wait(lock, [&] { return outside_calls_ == 0; });
+  {
+    Lock lock{mu_};
+    drained_.wait(lock, [&] { return outside_calls_ == 0; });
+  }
+  // Acq_rel: the last one sees every other runtime's end. Jobs still referenced by handles
+  // return their blocks to the pool later, which is fine.
+  if (g_live_runtimes.fetch_sub(1, std::memory_order_acq_rel) == 1) JobPool::release_unused();
 }
 
 Load RuntimeCore::load_for(const KindState& ks, TimePoint now) const {
@@ -227,9 +236,8 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
   }
   submitted_.fetch_add(1, std::memory_order_relaxed);
 
-  // The system allocator: its per-thread caches take no global lock (a pool allocator with one
-  // mutex serialised every submitter and worker on it).
-  auto job = std::make_shared<Job>();
+  // Recycled records (see job_pool.hpp): no lock, and no cross-thread free into malloc.
+  auto job = std::allocate_shared<Job>(JobAllocator<Job>{});
   job->id = next_id_.fetch_add(1, std::memory_order_relaxed);
   job->kind = std::move(spec.kind);
   if (!spec.idempotency_key.empty()) {
