@@ -92,8 +92,9 @@ bool DeadlineQueue::admit_lock_free(QueueItem& item, TimePoint now, BusyBound bu
 }
 
 void DeadlineQueue::splice() {
-  // Acquire: pairs with the push in admit_lock_free.
-  QueueItem* lifo = inbox_.exchange(nullptr, std::memory_order_acquire);
+  // Pairs with the push in admit_lock_free; seq_cst, as a worker's look at the inbox before
+  // it sleeps is (see the runtime's IdleWorkers).
+  QueueItem* lifo = inbox_.exchange(nullptr, std::memory_order_seq_cst);
   QueueItem* fifo = nullptr;
   while (lifo != nullptr) {
     QueueItem* next = lifo->inbox_next_;
@@ -110,6 +111,7 @@ void DeadlineQueue::splice() {
       has_origin_ = true;
     }
     link(item);  // reserved already
+    ++spliced_total_;
   }
 }
 

@@ -295,6 +295,7 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
   bool wake_timer = false;
   {
     Lock lock = lock_hot_path();
+    const std::uint64_t spliced = queue_.spliced_total();
     const Load load = load_for(ks, now);
     admission = queue_.admit(*job, now, load);
     if (admission.reason == Reason::deadline_implausible) {
@@ -311,6 +312,8 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
       wake_timer = wake_timer_for(drop_time_of(*job));
     } else {
       job->phase = Job::Phase::finished;
+      // admit() linked the inbox: a worker may have gone to sleep without those jobs.
+      wake_worker = queue_.spliced_total() != spliced;
     }
     if (admission.shed != nullptr) {
       shed = retire(job_of(admission.shed));
@@ -332,11 +335,13 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
 bool RuntimeCore::cancel(Job& job, CancelCause cause) {
   Lock lock{mu_};
   if (job.phase == Job::Phase::queued) {
+    const std::uint64_t spliced = queue_.spliced_total();
     queue_.remove(job);
     std::shared_ptr<Job> ref = retire(job);
     notify_if_drained();
-    // It may have been its group's unparked item: a worker unparks the next one.
-    const bool wake_worker = job.group != 0 && !queue_.empty();
+    // It may have been its group's unparked item: a worker unparks the next one. Or remove()
+    // linked the inbox, which a worker about to sleep no longer sees.
+    const bool wake_worker = (job.group != 0 || queue_.spliced_total() != spliced) && !queue_.empty();
     lock.unlock();
     if (wake_worker) idle_.wake_one();
     finish_unstarted(job, State::cancelled, Reason::cancelled_in_queue, cause);
@@ -547,7 +552,11 @@ void RuntimeCore::timer_loop() {
   Lock lock{mu_};
   while (!stop_timer_) {
     const TimePoint now = Clock::now();
+    const std::uint64_t spliced = queue_.spliced_total();
     queue_.expire(now, dropped);
+    // expire() linked the inbox: a worker that looked at it meanwhile saw it empty and may
+    // sleep (it marked itself idle before, so this finds it). Lock-free: fine under mu_.
+    if (queue_.spliced_total() != spliced) idle_.wake_one();
     take_dropped(dropped, expired);
     const Deadline next = earlier(queue_.next_drop_time(), visit_overdue(now, overdue, overruns));
     if (!expired.empty() || !overdue.empty() || !overruns.empty()) {
@@ -690,7 +699,9 @@ RuntimeStats RuntimeCore::stats() const {
     s.outcomes[i] = outcomes_[i].load(std::memory_order_relaxed);
   }
   std::lock_guard lock{mu_};
+  const std::uint64_t spliced = queue_.spliced_total();
   queue_.splice();
+  if (queue_.spliced_total() != spliced) idle_.wake_one();  // as in timer_loop
   s.queued = queue_.size();
   for (std::size_t i = 0; i < kPriorityCount; ++i) {
     s.queued_by_priority[i] = queue_.size(static_cast<Priority>(i));

@@ -200,7 +200,7 @@ class RuntimeCore final : public JobSource {
   const RuntimeOptions options_;
 
   mutable std::mutex mu_;
-  IdleWorkers idle_;                    // a job may start, or workers should stop
+  mutable IdleWorkers idle_;  // a job may start, or workers should stop (stats() may wake one)
   std::condition_variable timer_wake_;  // an earlier deadline exists, or the timer should stop
   std::condition_variable drained_;     // queue and running set became empty while closing
   // Guarded by mu_, but for its lock-free admission (mutable: stats() links its inbox).

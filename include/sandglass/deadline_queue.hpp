@@ -185,6 +185,10 @@ class DeadlineQueue {
   // Links the items admit_lock_free pushed, in arrival order. O(log n) each, O(1) for items
   // that extend their class's in-order run.
   void splice();
+  // Items splice() linked so far (whoever called it): an owner that lets a thread other than
+  // its consumers splice (a timer) compares this before and after, and wakes a consumer that
+  // may have gone to sleep in between (it saw the inbox empty because of that splice).
+  std::uint64_t spliced_total() const noexcept { return spliced_total_; }
   bool inbox_empty() const noexcept { return inbox_.load(std::memory_order_seq_cst) == nullptr; }
 
   // The predicted start of `item` if it were admitted at `now` (see the file comment); for
@@ -310,6 +314,7 @@ class DeadlineQueue {
   std::array<Class, kPriorityCount> classes_;
   std::vector<Group> groups_;  // indexed by group - 1
   std::size_t size_ = 0;  // linked items
+  std::uint64_t spliced_total_ = 0;
   std::uint64_t next_seq_ = 0;
   std::uint64_t rng_ = 0x9E3779B97F4A7C15ull;
   TimePoint origin_{};  // latest starts are kept relative to it
