@@ -398,7 +398,8 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<J
       if (finished) {
         // Before the outcome: whoever waits for it then sees the sample in the estimate.
         if (sample) finished->estimate_state->record(outcome.timings.run_time, now);
-        publish(*finished, std::move(outcome));
+        // Only the worker's reference left (self is gone): no handle can ask for the outcome.
+        publish(*finished, std::move(outcome), finished.use_count() > 1);
         finished.reset();
       }
       finish_dropped(dropped_jobs);
@@ -840,9 +841,9 @@ void RuntimeCore::finish_unstarted(Job& job, State state, Reason reason, CancelC
   publish(job, std::move(o));
 }
 
-void RuntimeCore::publish(Job& job, Outcome&& outcome) {
+void RuntimeCore::publish(Job& job, Outcome&& outcome, bool kept) {
   outcomes_[static_cast<std::size_t>(outcome.reason)].fetch_add(1, std::memory_order_relaxed);
-  job.publish(std::move(outcome));
+  job.publish(std::move(outcome), kept);
 }
 
 }  // namespace sandglass::detail

@@ -195,7 +195,8 @@ class RuntimeCore final : public JobSource {
   // Publishes an outcome for a job that never ran. Must not hold mu_.
   void finish_unstarted(Job& job, State state, Reason reason, CancelCause cause,
                         std::string error = {});
-  void publish(Job& job, Outcome&& outcome);
+  // `kept`: see Job::publish.
+  void publish(Job& job, Outcome&& outcome, bool kept = true);
 
   const RuntimeOptions options_;
 
