@@ -2,6 +2,12 @@
 // run slots, per-kind estimates and bulkheads, the worker pool and the deadline timer, all
 // guarded by one mutex.
 //
+// Submission: most jobs are admitted without the lock, through the queue's inbox (see
+// DeadlineQueue, "The inbox"); the rest (rejections, shedding, jobs that overtake queued work,
+// bulkhead kinds, jobs with a parent token) take mu_ and are decided there, exactly. Workers
+// link the inbox when they look for work. An idle worker sleeps on IdleWorkers, which a
+// submitter without the lock can wake; the one lock left per job is the worker's.
+//
 // Run slots: a job runs in one of `workers` slots, which admission and the timer look at
 // instead of a set of running jobs. A slot is not a thread: a worker prefers its own index, so
 // a blocking job's slot is the worker that runs it; a job that does not hold a thread while it

@@ -62,7 +62,16 @@ thread_local Cache t_cache;
 
 std::size_t JobPool::block_bytes() noexcept { return kBlockBytes; }
 
+// Under AddressSanitizer records go straight to operator new and delete, so that a use of a
+// job after its last reference is reported, not hidden by a recycled block.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kPooled = false;
+#else
+constexpr bool kPooled = true;
+#endif
+
 void* JobPool::allocate() {
+  if (!kPooled) return ::operator new(kBlockBytes);
   Cache& cache = t_cache;
   if (cache.take == nullptr) {
     if (cache.fill != nullptr) {  // its own frees first
@@ -81,6 +90,10 @@ void* JobPool::allocate() {
 }
 
 void JobPool::deallocate(void* block) noexcept {
+  if (!kPooled) {
+    ::operator delete(block);
+    return;
+  }
   Cache& cache = t_cache;
   auto* b = static_cast<FreeBlock*>(block);
   b->next = cache.fill;

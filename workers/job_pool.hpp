@@ -12,7 +12,8 @@
 // from it: a mutex once per 256 records. A thread's batches go back to the stack when the
 // thread ends, and the stack is released to malloc when the last Runtime is destroyed
 // (`release_unused`), so the blocks kept are bounded by the peak number of live jobs while
-// some runtime exists.
+// some runtime exists. Under AddressSanitizer there is no pool (a use after free stays
+// visible).
 //
 // Thread safety: every function may be called from any thread.
 #pragma once
