@@ -47,6 +47,13 @@ bool DeadlineQueue::admit_lock_free(QueueItem& item, TimePoint now, BusyBound bu
   item.counted_ = std::chrono::nanoseconds{item.work > Duration::zero() ? item.work : item.estimate}.count();
   const std::size_t cls = index_of(item.priority);
   const std::int64_t deadline = ns_since_epoch(item.deadline.time_point());
+  // Before reserving anything, the same tests with plain loads: an item that will be declined
+  // (most rejections) then costs no read-modify-write, and a rejection stays cheap.
+  if (closed_.load(std::memory_order_relaxed) ||
+      reserved_.load(std::memory_order_relaxed) >= options_.capacity ||
+      deadline < order_[cls].load(std::memory_order_relaxed) || !fits(item, cls, now, busy, 0)) {
+    return false;
+  }
 
   // The place and the work first: whoever looks after this sees them (an upper bound).
   if (reserved_.fetch_add(1, std::memory_order_seq_cst) >= options_.capacity) {
@@ -58,20 +65,7 @@ bool DeadlineQueue::admit_lock_free(QueueItem& item, TimePoint now, BusyBound bu
   if (!closed_.load(std::memory_order_seq_cst)) {
     std::int64_t order = order_[cls].load(std::memory_order_seq_cst);
     for (int attempt = 0; attempt < 4 && deadline >= order; ++attempt) {
-      if (item.estimate > Duration::zero()) {
-        // Work ahead: the classes up to this one, reservations in flight included, less its
-        // own; then what the running jobs still need, read after the work (see `take`).
-        std::int64_t ahead = -item.counted_;
-        for (std::size_t p = 0; p <= cls; ++p) {
-          ahead = add_sat(ahead, reserved_work_[p].load(std::memory_order_seq_cst));
-        }
-        ahead = std::max<std::int64_t>(ahead, 0);
-        const Duration busy_for = std::max(busy.bound(busy.context, now), Duration::zero());
-        const TimePoint start = saturating_add(
-            saturating_add(now, std::chrono::nanoseconds{ahead / static_cast<std::int64_t>(options_.workers)}),
-            busy_for);
-        if (saturating_add(start, item.estimate) > item.deadline.time_point()) break;  // not sure
-      }
+      if (!fits(item, cls, now, busy, item.counted_)) break;  // not sure
       // The point of admission: no item of its class came in since `order` was read, so the
       // work read above holds every one admitted before it (each reserved before it claimed).
       if (order_[cls].compare_exchange_weak(order, raised(order, deadline), std::memory_order_seq_cst,
@@ -89,6 +83,23 @@ bool DeadlineQueue::admit_lock_free(QueueItem& item, TimePoint now, BusyBound bu
   }
   unreserve(item);
   return false;
+}
+
+bool DeadlineQueue::fits(const QueueItem& item, std::size_t cls, TimePoint now, BusyBound busy,
+                         std::int64_t own) const noexcept {
+  if (item.estimate <= Duration::zero()) return true;  // unknown: admit
+  // Work ahead: the classes up to this one, reservations in flight included, less its own
+  // (if reserved); then what the running jobs still need, read after the work (see `take`).
+  std::int64_t ahead = -own;
+  for (std::size_t p = 0; p <= cls; ++p) {
+    ahead = add_sat(ahead, reserved_work_[p].load(std::memory_order_seq_cst));
+  }
+  ahead = std::max<std::int64_t>(ahead, 0);
+  const Duration busy_for = std::max(busy.bound(busy.context, now), Duration::zero());
+  const TimePoint start = saturating_add(
+      saturating_add(now, std::chrono::nanoseconds{ahead / static_cast<std::int64_t>(options_.workers)}),
+      busy_for);
+  return saturating_add(start, item.estimate) <= item.deadline.time_point();
 }
 
 void DeadlineQueue::splice() {

@@ -301,6 +301,10 @@ class DeadlineQueue {
   // Splices until every reservation but `own` is linked (lock-free admissions in flight
   // finish in a few instructions).
   void settle(std::size_t own);
+  // Whether the upper bound of `item`'s predicted finish (see "The inbox") is within its
+  // deadline; `own`: its own reserved work, which the bound leaves out.
+  bool fits(const QueueItem& item, std::size_t cls, TimePoint now, BusyBound busy,
+            std::int64_t own) const noexcept;
   // admit's rules, once the inbox is settled.
   Admission decide(QueueItem& item, TimePoint now, Load load);
   void park(QueueItem& item);
