@@ -22,7 +22,10 @@
 //                                handler's first instruction; counters p50_us and p99_us
 // Memory:
 //   BM_BytesPerQueuedJob         heap bytes (malloc_usable_size) a queued job holds: 10,000
-//                                jobs submitted behind a busy worker, counter bytes_per_job
+//                                jobs submitted behind a busy worker, counter bytes_per_job.
+//                                Job records come from a pool (workers/job_pool.hpp) that is
+//                                empty here (the runtimes before gave their blocks back), so
+//                                every record is a fresh, counted allocation
 // Costs:
 //   BM_Checkpoint                `ctx.checkpoint()` on a context that is never cancelled
 //   BM_AdmissionDecision/...     `DeadlineQueue::admit` with 256 jobs queued: /0 a job that is

@@ -209,10 +209,17 @@ DeadlineQueue::DeadlineQueue(DeadlineQueueOptions options) : options_{std::move(
   options_.workers = std::max<std::size_t>(options_.workers, 1);
   for (std::size_t& limit : options_.group_limits) limit = std::max<std::size_t>(limit, 1);
   groups_.resize(options_.group_limits.size());
+  for (auto& order : order_) order.store(std::numeric_limits<std::int64_t>::min(), std::memory_order_relaxed);
 }
 
 DeadlineQueue::~DeadlineQueue() {
   // Marks what is left unqueued.
+  for (QueueItem* x = inbox_.exchange(nullptr, std::memory_order_acquire); x != nullptr;) {
+    QueueItem* next = x->inbox_next_;
+    x->inbox_next_ = nullptr;
+    x->place_ = QueueItem::Place::none;
+    x = next;
+  }
   for (Class& c : classes_) {
     QueueTree::clear<kItems>(c.items.root);
     for (QueueItem* x = c.run.head; x != nullptr;) {
@@ -348,7 +355,7 @@ TimePoint DeadlineQueue::predicted_start(const QueueItem& item, TimePoint now, L
 
 Admission DeadlineQueue::admit(QueueItem& item, TimePoint now, Load load) {
   assert(item.place_ == QueueItem::Place::none);
-  if (closed_) return {Reason::shutting_down};
+  if (closed()) return {Reason::shutting_down};
   if (!has_origin_) {
     origin_ = now;
     has_origin_ = true;
@@ -358,15 +365,32 @@ Admission DeadlineQueue::admit(QueueItem& item, TimePoint now, Load load) {
   const Duration left = item.deadline.remaining(now);
   if (left < options_.min_useful || left == Duration::zero()) return {Reason::budget_too_small};
   item.counted_ = ns(item.work > Duration::zero() ? item.work : item.estimate);
+  // Against the lock-free path: reserve as it does (its bounds then include this item), take
+  // a place in the class's order (claims in flight fail and look again), and wait until every
+  // item admitted before is linked, so that the decision below sees them all.
+  reserve(item);
+  claim_order(item.priority, item.deadline.time_point());
+  settle(1);
+  const Admission admission = decide(item, now, load);
+  if (!admission.admitted()) unreserve(item);
+  return admission;
+}
+
+Admission DeadlineQueue::decide(QueueItem& item, TimePoint now, Load load) {
   {
-    // A newcomer that would overtake part of its class's run: the run goes into the tree, where
-    // prefix sums and slacks answer for any key.
+    // A newcomer that would overtake part of its class's run: that part (the run's tail, often
+    // a few items that concurrent submitters reordered) goes into the tree, where prefix sums
+    // and slacks answer for any key. The rest of the run stays before the newcomer.
     QueueItem key = {};
     key.priority = item.priority;
     key.deadline = item.deadline;
     key.seq_ = std::numeric_limits<std::uint64_t>::max();
     Class& c = class_of(item);
-    if (c.run.tail != nullptr && QueueTree::less(key, *c.run.tail)) flush_run(c);
+    while (c.run.tail != nullptr && QueueTree::less(key, *c.run.tail)) {
+      QueueItem& last = *c.run.tail;
+      run_erase(c, last);
+      tree_insert(c, last);
+    }
   }
   if (item.estimate > Duration::zero()) {
     const TimePoint start = predicted_start(item, now, load);
@@ -382,8 +406,8 @@ Admission DeadlineQueue::admit(QueueItem& item, TimePoint now, Load load) {
     key.deadline = item.deadline;
     key.seq_ = std::numeric_limits<std::uint64_t>::max();
     const Class& c = class_of(item);
-    // The class's run is all before the newcomer (admit moved it into the tree otherwise), and
-    // so before every item it overtakes: its work counts for them as well.
+    // The class's run is all before the newcomer (admit moved the rest into the tree), and so
+    // before every item it overtakes: its work counts for them as well.
     const std::int64_t base = add_sat(
         add_sat(scaled(saturating_add(now, std::max(load.busy_for, Duration::zero()))),
                 higher_work(item.priority)),
@@ -443,6 +467,14 @@ void DeadlineQueue::refill(const std::function<bool(std::uint32_t)>& can_start) 
 
 QueueItem* DeadlineQueue::pop(TimePoint now, std::vector<DroppedItem>& dropped,
                               const std::function<bool(std::uint32_t)>& can_start) {
+  QueueItem* item = take(now, dropped, can_start);
+  if (item != nullptr) release(*item);
+  return item;
+}
+
+QueueItem* DeadlineQueue::take(TimePoint now, std::vector<DroppedItem>& dropped,
+                               const std::function<bool(std::uint32_t)>& can_start) {
+  splice();
   refill(can_start);
   while (QueueItem* found = front()) {
     QueueItem& item = *found;
@@ -463,13 +495,14 @@ QueueItem* DeadlineQueue::pop(TimePoint now, std::vector<DroppedItem>& dropped,
       park(item);
       continue;
     }
-    unlink(item);
+    unlink(item, false);
     return &item;
   }
   return nullptr;
 }
 
 void DeadlineQueue::expire(TimePoint now, std::vector<DroppedItem>& dropped) {
+  splice();
   auto drain = [&](Tree& tree) {
     while (tree.root != nullptr && (tree.root->*kItems).min_drop <= now) {
       QueueItem& item = *QueueTree::first_to_drop<kItems>(tree.root);
@@ -554,11 +587,13 @@ bool DeadlineQueue::unpark(std::uint32_t group) {
 
 bool DeadlineQueue::remove(QueueItem& item) noexcept {
   if (item.place_ == QueueItem::Place::none) return false;
+  if (item.place_ == QueueItem::Place::inbox) splice();
   unlink(item);
   return true;
 }
 
 std::vector<QueueItem*> DeadlineQueue::take_all() {
+  settle(0);
   std::vector<QueueItem*> all;
   all.reserve(size_);
   auto take = [&](Tree& tree) {
@@ -639,7 +674,7 @@ void DeadlineQueue::link(QueueItem& item) {
   ++size_;
 }
 
-void DeadlineQueue::unlink(QueueItem& item) noexcept {
+void DeadlineQueue::unlink(QueueItem& item, bool release_it) noexcept {
   Class& c = class_of(item);
   if (item.place_ == QueueItem::Place::parked) {
     Tree& parked = c.parked_by_group[item.group - 1];
@@ -662,6 +697,7 @@ void DeadlineQueue::unlink(QueueItem& item) noexcept {
   item.unparked_ = false;
   item.place_ = QueueItem::Place::none;
   --size_;
+  if (release_it) release(item);
 }
 
 }  // namespace sandglass

@@ -1,6 +1,7 @@
 #include "runtime/runtime_core.hpp"
 
 #include "workers/callback_scope.hpp"
+#include "workers/job_pool.hpp"
 
 #include <boost/asio/post.hpp>
 
@@ -72,6 +73,8 @@ std::string implausible_message(TimePoint start, TimePoint now, Duration estimat
 }
 // Tells runtimes apart in the per-thread caches (an address may be reused).
 std::atomic<std::uint64_t> g_next_serial{1};
+// Runtimes alive: the last one to go gives the job pool's spare blocks back to malloc.
+std::atomic<std::size_t> g_live_runtimes{0};
 
 }  // namespace
 
@@ -112,9 +115,12 @@ void EstimateState::publish_figures() noexcept {
 
 RuntimeCore::RuntimeCore(RuntimeOptions options)
     : options_{std::move(options)},
+      idle_{options_.workers},
       queue_{queue_options(options_)},
       slots_(options_.workers),
+      slot_ends_{std::make_unique<SlotEnd[]>(options_.workers)},
       serial_{g_next_serial.fetch_add(1, std::memory_order_relaxed)} {
+  g_live_runtimes.fetch_add(1, std::memory_order_relaxed);
   // Bulkhead kinds get their groups up front so that pop() never grows a vector under load.
   for (const auto& [kind, limit] : options_.kind_limits) {
     KindState& ks = kind_state(kind);
@@ -131,8 +137,13 @@ RuntimeCore::RuntimeCore(RuntimeOptions options)
 RuntimeCore::~RuntimeCore() {
   // Jobs are all finished (the Runtime shut down); callers that reached the runtime through a
   // job before it finished may still be inside cancel_from_outside.
-  Lock lock{mu_};
-  drained_.wait(lock, [&] { return outside_calls_ == 0; });
+  {
+    Lock lock{mu_};
+    drained_.wait(lock, [&] { return outside_calls_ == 0; });
+  }
+  // Acq_rel: the last one sees every other runtime's end. Jobs still referenced by handles
+  // return their blocks to the pool later, which is fine.
+  if (g_live_runtimes.fetch_sub(1, std::memory_order_acq_rel) == 1) JobPool::release_unused();
 }
 
 Load RuntimeCore::load_for(const KindState& ks, TimePoint now) const {
@@ -225,9 +236,8 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
   }
   submitted_.fetch_add(1, std::memory_order_relaxed);
 
-  // The system allocator: its per-thread caches take no global lock (a pool allocator with one
-  // mutex serialised every submitter and worker on it).
-  auto job = std::make_shared<Job>();
+  // Recycled records (see job_pool.hpp): no lock, and no cross-thread free into malloc.
+  auto job = std::allocate_shared<Job>(JobAllocator<Job>{});
   job->id = next_id_.fetch_add(1, std::memory_order_relaxed);
   job->kind = std::move(spec.kind);
   if (!spec.idempotency_key.empty()) {
@@ -270,6 +280,14 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
   KindState& ks = kind_state(job->kind);
   EstimateState& es = estimate_state(estimate_key, job->kind);
   const EstimateState::Figures figures = es.figures(now);
+  // Not yet visible to any other thread (a parent's callback reads them only once queued).
+  job->kind_state = &ks;
+  job->estimate_state = &es;
+  job->estimate = figures.tail;
+  job->work = figures.central;
+  job->group = ks.group;
+  // A job with a parent takes the lock: the parent's callback may look at it from now on.
+  if (!spec.parent.can_be_cancelled() && admit_lock_free(job, now)) return JobHandle{std::move(job)};
   Admission admission;
   std::shared_ptr<Job> shed;
   std::string rejection;  // why, for deadline_implausible
@@ -277,11 +295,7 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
   bool wake_timer = false;
   {
     Lock lock = lock_hot_path();
-    job->kind_state = &ks;
-    job->estimate_state = &es;
-    job->estimate = figures.tail;
-    job->work = figures.central;
-    job->group = ks.group;
+    const std::uint64_t spliced = queue_.spliced_total();
     const Load load = load_for(ks, now);
     admission = queue_.admit(*job, now, load);
     if (admission.reason == Reason::deadline_implausible) {
@@ -291,24 +305,22 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
     if (admission.admitted()) {
       job->phase = Job::Phase::queued;
       job->self = job;
-      peak_queued_ = std::max(peak_queued_, queue_.size());
+      raise_peak(queue_.size());
       // A spinning worker takes this job (and wakes another if more are waiting).
-      wake_worker = !spinning_ && claim_idle_worker();
+      wake_worker = !spinning_.load(std::memory_order_seq_cst);
       // The timer removes it at its latest useful start (see DeadlineQueue::next_drop_time).
-      wake_timer = wake_timer_for(options_.drop_if_cannot_finish
-                         ? Deadline::at(saturating_add(job->deadline.time_point(),
-                                                       Duration{1} - job->estimate))
-                         : job->deadline);
+      wake_timer = wake_timer_for(drop_time_of(*job));
     } else {
       job->phase = Job::Phase::finished;
+      // admit() linked the inbox: a worker may have gone to sleep without those jobs.
+      wake_worker = queue_.spliced_total() != spliced;
     }
     if (admission.shed != nullptr) {
       shed = retire(job_of(admission.shed));
     }
   }
-  // Told after unlocking, so the woken or spinning worker does not run into the lock we hold.
-  if (admission.admitted()) admitted_.fetch_add(1, std::memory_order_relaxed);
-  if (wake_worker) work_ready_.notify_one();
+  // Told after unlocking, so the woken worker does not run into the lock we hold.
+  if (wake_worker) idle_.wake_one();
   if (wake_timer) timer_wake_.notify_one();
   if (shed) finish_unstarted(*shed, State::rejected, Reason::shed, CancelCause::none);
   if (!admission.admitted()) {
@@ -323,13 +335,15 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
 bool RuntimeCore::cancel(Job& job, CancelCause cause) {
   Lock lock{mu_};
   if (job.phase == Job::Phase::queued) {
+    const std::uint64_t spliced = queue_.spliced_total();
     queue_.remove(job);
     std::shared_ptr<Job> ref = retire(job);
     notify_if_drained();
-    // It may have been its group's unparked item: a worker unparks the next one.
-    const bool wake_worker = job.group != 0 && !queue_.empty() && claim_idle_worker();
+    // It may have been its group's unparked item: a worker unparks the next one. Or remove()
+    // linked the inbox, which a worker about to sleep no longer sees.
+    const bool wake_worker = (job.group != 0 || queue_.spliced_total() != spliced) && !queue_.empty();
     lock.unlock();
-    if (wake_worker) work_ready_.notify_one();
+    if (wake_worker) idle_.wake_one();
     finish_unstarted(job, State::cancelled, Reason::cancelled_in_queue, cause);
     return true;
   }
@@ -368,23 +382,24 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<J
     if (!first) now = Clock::now();
     // A job starts only into a free run slot (jobs that hold no thread keep theirs).
     QueueItem* item =
-        running_count_ < slots_.size() ? queue_.pop(now, dropped, can_start_) : nullptr;
+        running_count_ < slots_.size() ? queue_.take(now, dropped, can_start_) : nullptr;
     take_dropped(dropped, dropped_jobs);
     bool wake_timer = false;
     std::shared_ptr<Job> started =
         item != nullptr ? start(job_of(item), now, worker, wake_timer) : nullptr;
     // More work than this worker: pass the wake-up on (submitters skip it while one spins).
-    const bool wake_another = started && !queue_.empty() && claim_idle_worker();
+    const bool wake_another = started && !queue_.empty();
     if (started || finished || !dropped_jobs.empty()) {
       // Outcomes are published outside the lock, and before this worker may sleep.
       if (!dropped_jobs.empty()) notify_if_drained();
       lock.unlock();
-      if (wake_another) work_ready_.notify_one();
+      if (wake_another) idle_.wake_one();
       if (wake_timer) timer_wake_.notify_one();
       if (finished) {
         // Before the outcome: whoever waits for it then sees the sample in the estimate.
         if (sample) finished->estimate_state->record(outcome.timings.run_time, now);
-        publish(*finished, std::move(outcome));
+        // Only the worker's reference left (self is gone): no handle can ask for the outcome.
+        publish(*finished, std::move(outcome), finished.use_count() > 1);
         finished.reset();
       }
       finish_dropped(dropped_jobs);
@@ -406,21 +421,26 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<J
       // while a core is free for it (beside the running handlers and a submitter): on a busy
       // machine the spin would take the CPU from the very thread that would end it.
       spun = true;
-      spinning_ = true;
-      const std::uint64_t seen = admitted_.load(std::memory_order_relaxed);
+      // Pairs with the seq_cst load in submitters after their push (see IdleWorkers).
+      spinning_.store(true, std::memory_order_seq_cst);
+      const std::size_t seen = queue_.size();
       lock.unlock();
-      spin_until_admitted_changes(seen);
+      spin_until_queue_changes(seen);
       lock = lock_hot_path();
-      spinning_ = false;
+      spinning_.store(false, std::memory_order_seq_cst);
       continue;
     }
     spun = false;
-    ++idle_workers_;
-    work_ready_.wait(lock);
-    --idle_workers_;
-    // Whoever signalled us already counted the wake-up; a spurious wake-up must not leave a
-    // claim behind that would stop the next submit from signalling.
-    if (wakeups_pending_ > 0) --wakeups_pending_;
+    // Marked idle under the lock: whoever changes the queue under it after this wakes us; a
+    // lock-free submitter pushes to the inbox, which we look at once more (see IdleWorkers).
+    idle_.prepare(worker);
+    lock.unlock();
+    if (queue_.inbox_empty()) {
+      idle_.sleep(worker);
+    } else {
+      idle_.withdraw(worker);
+    }
+    lock = lock_hot_path();
   }
 }
 
@@ -432,9 +452,9 @@ void RuntimeCore::finish_detached(std::shared_ptr<Job> job, Outcome&& outcome) n
     Lock lock = lock_hot_path();
     sample = record_finished(*job, outcome);
     // A slot is free: a worker may start what waits for one.
-    wake_worker = !queue_.empty() && claim_idle_worker();
+    wake_worker = !queue_.empty();
   }
-  if (wake_worker) work_ready_.notify_one();
+  if (wake_worker) idle_.wake_one();
   if (sample) job->estimate_state->record(outcome.timings.run_time, end);
   publish(*job, std::move(outcome));
   // Shutdown returns only once this outcome is out (no thread of ours to join covers it).
@@ -457,12 +477,18 @@ std::shared_ptr<Job> RuntimeCore::start(Job& job, TimePoint now, std::size_t wor
   // The tail estimate, less what has run: for a kind of fixed length that is what is left; for
   // a memoryless one (exponential run times) it stays near the mean on average.
   slots_[slot] = {.job = &job, .expected_end = saturating_add(now, job.estimate), .group = job.group};
+  // Published, then the queue's reservation given back: a lock-free admission in between
+  // counts the job in one of the two (see DeadlineQueue::take).
+  slot_ends_[slot].ns.store(slots_[slot].expected_end.time_since_epoch().count(),
+                            std::memory_order_seq_cst);
+  queue_.release(job);
   wake_timer = wake_timer_for(job.deadline);
   return job.self;
 }
 
 bool RuntimeCore::record_finished(Job& job, const Outcome& outcome) {
   slots_[job.worker].job = nullptr;
+  slot_ends_[job.worker].ns.store(TimePoint::min().time_since_epoch().count(), std::memory_order_relaxed);
   --running_count_;
   job.phase = Job::Phase::finished;
   job.self.reset();  // the worker still holds its own reference
@@ -527,24 +553,34 @@ void RuntimeCore::timer_loop() {
   Lock lock{mu_};
   while (!stop_timer_) {
     const TimePoint now = Clock::now();
+    const std::uint64_t spliced = queue_.spliced_total();
     queue_.expire(now, dropped);
+    // expire() linked the inbox: a worker that looked at it meanwhile saw it empty and may
+    // sleep (it marked itself idle before, so this finds it). Lock-free: fine under mu_.
+    if (queue_.spliced_total() != spliced) idle_.wake_one();
     take_dropped(dropped, expired);
     const Deadline next = earlier(queue_.next_drop_time(), visit_overdue(now, overdue, overruns));
     if (!expired.empty() || !overdue.empty() || !overruns.empty()) {
       notify_if_drained();
       // What left may have been a group's unparked item: a worker unparks the next one.
-      const bool wake_worker = !expired.empty() && !queue_.empty() && claim_idle_worker();
+      const bool wake_worker = !expired.empty() && !queue_.empty();
       lock.unlock();
-      if (wake_worker) work_ready_.notify_one();
+      if (wake_worker) idle_.wake_one();
       dispatch_from_timer(expired, overdue, overruns);
       lock.lock();
       continue;
     }
     if (stop_timer_) break;
     // Never longer than kTimerLongestSleep: a job due later than that needs no wake-up.
-    timer_sleeps_until_ = std::min(next.time_point(), saturating_add(now, kTimerLongestSleep));
-    timer_wake_.wait_until(lock, timer_sleeps_until_);
-    timer_sleeps_until_ = TimePoint::min();  // awake: nobody needs to wake us
+    // Seq_cst: pairs with the load in admit_lock_free after its push.
+    const TimePoint until = std::min(next.time_point(), saturating_add(now, kTimerLongestSleep));
+    timer_sleeps_until_.store(until.time_since_epoch().count(), std::memory_order_seq_cst);
+    timer_wake_.wait_until(lock, until, [&] {
+      return stop_timer_ || timer_sleeps_until_.load(std::memory_order_relaxed) < until.time_since_epoch().count();
+    });
+    // Awake: nobody needs to wake us. Stored before the next look at the inbox (expire), so a
+    // submitter that pushes after that look sees it.
+    timer_sleeps_until_.store(TimePoint::min().time_since_epoch().count(), std::memory_order_seq_cst);
   }
 }
 
@@ -619,7 +655,7 @@ void RuntimeCore::shutdown_until(Deadline drain_deadline) {
     stop_workers_ = true;
     stop_timer_ = true;
   }
-  work_ready_.notify_all();
+  idle_.wake_all();
   timer_wake_.notify_all();
   pool_->join();
   timer_.join();
@@ -664,12 +700,15 @@ RuntimeStats RuntimeCore::stats() const {
     s.outcomes[i] = outcomes_[i].load(std::memory_order_relaxed);
   }
   std::lock_guard lock{mu_};
+  const std::uint64_t spliced = queue_.spliced_total();
+  queue_.splice();
+  if (queue_.spliced_total() != spliced) idle_.wake_one();  // as in timer_loop
   s.queued = queue_.size();
   for (std::size_t i = 0; i < kPriorityCount; ++i) {
     s.queued_by_priority[i] = queue_.size(static_cast<Priority>(i));
   }
   s.running = running_count_;
-  s.peak_queued = peak_queued_;
+  s.peak_queued = peak_queued_.load(std::memory_order_relaxed);
   s.overrunning = overrunning(Clock::now()).size();
   return s;
 }
@@ -691,10 +730,10 @@ void RuntimeCore::finish_dropped(std::vector<DroppedJob>& dropped) {
   dropped.clear();
 }
 
-void RuntimeCore::spin_until_admitted_changes(std::uint64_t seen) const {
+void RuntimeCore::spin_until_queue_changes(std::size_t seen) const {
   constexpr auto kSpinFor = std::chrono::microseconds{20};
   const TimePoint until = Clock::now() + kSpinFor;
-  for (unsigned i = 1; admitted_.load(std::memory_order_relaxed) == seen; ++i) {
+  for (unsigned i = 1; queue_.size() == seen && queue_.inbox_empty(); ++i) {
     if (i % 64 == 0 && Clock::now() >= until) return;
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
@@ -714,16 +753,72 @@ RuntimeCore::Lock RuntimeCore::lock_hot_path() {
   return Lock{mu_};
 }
 
-bool RuntimeCore::claim_idle_worker() {
-  if (idle_workers_ <= wakeups_pending_) return false;
-  ++wakeups_pending_;
+bool RuntimeCore::wake_timer_for(Deadline deadline) {
+  const TimePoint::rep t = deadline.time_point().time_since_epoch().count();
+  if (t >= timer_sleeps_until_.load(std::memory_order_relaxed)) return false;
+  timer_sleeps_until_.store(t, std::memory_order_relaxed);
   return true;
 }
 
-bool RuntimeCore::wake_timer_for(Deadline deadline) {
-  if (deadline.time_point() >= timer_sleeps_until_) return false;
-  timer_sleeps_until_ = deadline.time_point();
+Deadline RuntimeCore::drop_time_of(const Job& job) const noexcept {
+  return options_.drop_if_cannot_finish
+             ? Deadline::at(saturating_add(job.deadline.time_point(), Duration{1} - job.estimate))
+             : job.deadline;
+}
+
+void RuntimeCore::raise_peak(std::size_t queued) noexcept {
+  std::size_t peak = peak_queued_.load(std::memory_order_relaxed);
+  while (queued > peak &&
+         !peak_queued_.compare_exchange_weak(peak, queued, std::memory_order_relaxed)) {
+  }
+}
+
+bool RuntimeCore::admit_lock_free(std::shared_ptr<Job>& job, TimePoint now) {
+  // Published by the push: the worker that links the job reads them under mu_.
+  job->phase = Job::Phase::queued;
+  job->self = job;
+  if (!queue_.admit_lock_free(*job, now, {&RuntimeCore::busy_bound, this})) {
+    job->phase = Job::Phase::pending;
+    job->self.reset();
+    return false;
+  }
+  // From here a worker may already run it; `job` (ours) keeps it alive, and what is read
+  // below (deadline, estimate) no longer changes.
+  raise_peak(queue_.size());
+  // Seq_cst, after the push: pairs with the stores of a worker that stops spinning, and of
+  // IdleWorkers::prepare.
+  if (!spinning_.load(std::memory_order_seq_cst)) idle_.wake_one();
+  // The timer removes the job at its drop time; if that is due before the timer wakes (or
+  // the timer is awake and may already have looked at the inbox), tell it under its lock. A
+  // drop time further away than the timer's longest sleep needs nothing.
+  const Deadline drop = drop_time_of(*job);
+  if (drop.time_point() < saturating_add(now, kTimerLongestSleep)) {
+    const TimePoint::rep sleeps = timer_sleeps_until_.load(std::memory_order_seq_cst);
+    if (sleeps == TimePoint::min().time_since_epoch().count() ||
+        drop.time_point().time_since_epoch().count() < sleeps) {
+      bool wake = false;
+      {
+        Lock lock{mu_};
+        wake = wake_timer_for(drop);
+      }
+      if (wake) timer_wake_.notify_one();
+    }
+  }
   return true;
+}
+
+Duration RuntimeCore::busy_bound(const void* core, TimePoint now) noexcept {
+  const auto& self = *static_cast<const RuntimeCore*>(core);
+  Duration all{};
+  for (std::size_t s = 0; s < self.options_.workers; ++s) {
+    // Seq_cst: read after the queue's work; pairs with the store in start().
+    const TimePoint::rep end = self.slot_ends_[s].ns.load(std::memory_order_seq_cst);
+    if (end == TimePoint::min().time_since_epoch().count()) continue;
+    const Duration left = TimePoint{Duration{end}} - now;
+    if (left > Duration::zero()) all = left >= Duration::max() / 2 - all ? Duration::max() / 2 : all + left;
+  }
+  // What load_for says, but also while a worker is idle (an upper bound).
+  return all / static_cast<Duration::rep>(self.options_.workers);
 }
 
 void RuntimeCore::notify_if_drained() {
@@ -746,9 +841,9 @@ void RuntimeCore::finish_unstarted(Job& job, State state, Reason reason, CancelC
   publish(job, std::move(o));
 }
 
-void RuntimeCore::publish(Job& job, Outcome&& outcome) {
+void RuntimeCore::publish(Job& job, Outcome&& outcome, bool kept) {
   outcomes_[static_cast<std::size_t>(outcome.reason)].fetch_add(1, std::memory_order_relaxed);
-  job.publish(std::move(outcome));
+  job.publish(std::move(outcome), kept);
 }
 
 }  // namespace sandglass::detail

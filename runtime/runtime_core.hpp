@@ -2,6 +2,12 @@
 // run slots, per-kind estimates and bulkheads, the worker pool and the deadline timer, all
 // guarded by one mutex.
 //
+// Submission: most jobs are admitted without the lock, through the queue's inbox (see
+// DeadlineQueue, "The inbox"); the rest (rejections, shedding, jobs that overtake queued work,
+// bulkhead kinds, jobs with a parent token) take mu_ and are decided there, exactly. Workers
+// link the inbox when they look for work. An idle worker sleeps on IdleWorkers, which a
+// submitter without the lock can wake; the one lock left per job is the worker's.
+//
 // Run slots: a job runs in one of `workers` slots, which admission and the timer look at
 // instead of a set of running jobs. A slot is not a thread: a worker prefers its own index, so
 // a blocking job's slot is the worker that runs it; a job that does not hold a thread while it
@@ -26,6 +32,7 @@
 #include <sandglass/runtime.hpp>
 #include <sandglass/service_time_estimator.hpp>
 
+#include "runtime/idle_workers.hpp"
 #include "workers/awaitable_runner.hpp"
 #include "workers/job.hpp"
 #include "workers/worker_pool.hpp"
@@ -82,17 +89,6 @@ struct KindState {
   std::uint32_t group = 0;  // bulkhead group, zero when the kind is unlimited
   std::size_t limit = 0;    // most running at once (when group != 0)
   std::size_t running = 0;  // guarded by the runtime's mutex
-
- private:
-  void publish_figures() noexcept;  // requires estimator_mu_
-
-  std::mutex estimator_mu_;
-  ServiceTimeEstimator estimator_;  // guarded by estimator_mu_
-  // Relaxed: each is a figure on its own; a reader that must see a run's sample (a waiter on
-  // that job's outcome) is ordered by the outcome's publication, which comes after record().
-  std::atomic<Duration::rep> tail_ns_{0};
-  std::atomic<Duration::rep> central_ns_{0};
-  std::atomic<TimePoint::rep> age_due_ns_{TimePoint::max().time_since_epoch().count()};
 };
 
 class RuntimeCore final : public JobSource {
@@ -182,29 +178,40 @@ class RuntimeCore final : public JobSource {
   void take_dropped(std::vector<DroppedItem>& dropped, std::vector<DroppedJob>& out);
   // Publishes `expired` outcomes for them and clears the vector. Must not hold mu_.
   void finish_dropped(std::vector<DroppedJob>& dropped);
-  // True if an idle worker exists that nobody has signalled yet; counts it as signalled.
-  // Requires mu_; the caller signals work_ready_ after unlocking.
-  bool claim_idle_worker();
+  // Admits `job` without mu_ if the queue's lock-free path takes it (see DeadlineQueue's
+  // "The inbox"), then wakes a worker and, if its drop time is due before the timer wakes,
+  // the timer. False: nothing happened; admit under mu_.
+  bool admit_lock_free(std::shared_ptr<Job>& job, TimePoint now);
+  // Raises peak_queued_ to `queued`.
+  void raise_peak(std::size_t queued) noexcept;
+  // An upper bound of what the running jobs still need ÷ workers, from the published slot
+  // ends, for DeadlineQueue::BusyBound. Without mu_.
+  static Duration busy_bound(const void* core, TimePoint now) noexcept;
   // Locks mu_ on the submit and dequeue paths: spins briefly before blocking.
   Lock lock_hot_path();
-  // Returns once admitted_ differs from `seen`, or after a few microseconds. Without mu_.
-  void spin_until_admitted_changes(std::uint64_t seen) const;
+  // Returns once the queue's size differs from `seen` or its inbox has something, or after a
+  // few microseconds. Without mu_.
+  void spin_until_queue_changes(std::size_t seen) const;
   // True if the timer sleeps past `deadline`: the caller then notifies timer_wake_ after
   // unlocking (so the timer does not wake into the lock we hold). Requires mu_.
   [[nodiscard]] bool wake_timer_for(Deadline deadline);
+  // When the timer must wake for a queued job: its drop time (see DeadlineQueue::next_drop_time).
+  Deadline drop_time_of(const Job& job) const noexcept;
   void notify_if_drained();                // requires mu_
   // Publishes an outcome for a job that never ran. Must not hold mu_.
   void finish_unstarted(Job& job, State state, Reason reason, CancelCause cause,
                         std::string error = {});
-  void publish(Job& job, Outcome&& outcome);
+  // `kept`: see Job::publish.
+  void publish(Job& job, Outcome&& outcome, bool kept = true);
 
   const RuntimeOptions options_;
 
   mutable std::mutex mu_;
-  std::condition_variable work_ready_;  // a job may start, or workers should stop
+  mutable IdleWorkers idle_;  // a job may start, or workers should stop (stats() may wake one)
   std::condition_variable timer_wake_;  // an earlier deadline exists, or the timer should stop
   std::condition_variable drained_;     // queue and running set became empty while closing
-  DeadlineQueue queue_;                               // guarded by mu_
+  // Guarded by mu_, but for its lock-free admission (mutable: stats() links its inbox).
+  mutable DeadlineQueue queue_;
   // A run slot: the job in it (null: free), when it is expected to end (start + tail estimate)
   // and its group.
   struct RunSlot {
@@ -213,6 +220,13 @@ class RuntimeCore final : public JobSource {
     std::uint32_t group = 0;
   };
   std::vector<RunSlot> slots_;                        // `workers` of them; guarded by mu_
+  // Each slot's expected_end as published for busy_bound (ns since the clock's epoch; min():
+  // free). Written under mu_ before the started job's queue reservation is released (so a
+  // lock-free admission sees the job in the queue or here); relaxed otherwise.
+  struct alignas(64) SlotEnd {
+    std::atomic<TimePoint::rep> ns{TimePoint::min().time_since_epoch().count()};
+  };
+  std::unique_ptr<SlotEnd[]> slot_ends_;
   std::mutex kinds_mu_;  // guards kinds_ and estimates_; never taken under mu_
   std::unordered_map<std::string, KindState, StringHash, std::equal_to<>> kinds_;
   // Run-time estimates per estimate key (JobSpec::estimate_key, else the kind).
@@ -220,16 +234,16 @@ class RuntimeCore final : public JobSource {
   const std::uint64_t serial_;  // tells this runtime from others in the per-thread caches
   std::vector<KindState*> groups_;                    // by group - 1; guarded by mu_
   std::function<bool(std::uint32_t)> can_start_;      // reads groups_; called under mu_
-  std::size_t idle_workers_ = 0;                      // waiting on work_ready_; guarded
-  std::size_t wakeups_pending_ = 0;                   // signalled, not yet awake; guarded
-  bool spinning_ = false;                             // an idle worker spins; guarded by mu_
+  // An idle worker spins: submitters need not wake one. Written under mu_; relaxed, a hint.
+  std::atomic<bool> spinning_{false};
   std::size_t running_count_ = 0;                     // slots taken; guarded by mu_
   std::size_t detached_ = 0;  // awaitable jobs started, outcome not yet published; guarded
   const std::size_t cores_ = std::max(1u, std::thread::hardware_concurrency());
-  // Admissions so far, counted after the lock is released; a hint for the spinning worker.
-  std::atomic<std::uint64_t> admitted_{0};
-  std::size_t peak_queued_ = 0;                       // guarded by mu_
-  TimePoint timer_sleeps_until_ = TimePoint::max();   // guarded by mu_
+  std::atomic<std::size_t> peak_queued_{0};  // raised by submitters; relaxed, a statistic
+  // Until when the timer sleeps (min(): awake). Written under mu_; a lock-free submitter reads
+  // it after pushing its job (seq_cst, pairs with the timer's store before it looks at the
+  // inbox a last time): either the timer sees the job, or the submitter sees it asleep.
+  std::atomic<TimePoint::rep> timer_sleeps_until_{TimePoint::max().time_since_epoch().count()};
   bool closing_ = false;                              // guarded by mu_
   bool stop_workers_ = false;                         // guarded by mu_
   bool stop_timer_ = false;                           // guarded by mu_

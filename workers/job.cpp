@@ -7,15 +7,18 @@
 
 namespace sandglass::detail {
 
-Job::~Job() {
-  if (done()) std::destroy_at(std::launder(reinterpret_cast<Outcome*>(outcome_storage_)));
-  delete waiters_.load(std::memory_order_acquire);
-}
+Job::~Job() { delete waiters_.load(std::memory_order_acquire); }
 
-void Job::publish(Outcome&& outcome) {
+void Job::publish(Outcome&& outcome, bool kept) {
   handler = nullptr;     // release what the handler captured as soon as the job is over
   parent_link.reset();   // the parent may outlive the runtime; blocks while its callback runs
-  new (outcome_storage_) Outcome{std::move(outcome)};
+  // Without a reader the callback gets the outcome from here.
+  std::optional<Outcome> local;
+  if (kept) {
+    outcome_ = std::make_unique<Outcome>(std::move(outcome));
+  } else {
+    local.emplace(std::move(outcome));
+  }
   // Also the release that publishes the outcome to whoever acquires done_.
   done_.store(true, std::memory_order_seq_cst);
   if (Waiters* w = waiters_.load(std::memory_order_seq_cst)) {
@@ -27,7 +30,7 @@ void Job::publish(Outcome&& outcome) {
   if (on_outcome) {
     OutcomeCallback callback = std::move(on_outcome);
     const CallbackScope scope{core};
-    callback(published_outcome());
+    callback(kept ? published_outcome() : *local);
   }
 }
 

@@ -86,11 +86,12 @@ struct Job : QueueItem {
   CancelCause close_cancel() noexcept { return cancel_state().close(); }
   CancelToken token() { return CancelAccess::token({self, &cancel_state()}); }  // while running
 
-  // Stores the outcome, wakes waiters, then runs `on_outcome`. Call exactly once, holding no
+  // Stores the outcome (unless `kept` is false: nobody can read it any more, as no handle
+  // refers to the job), wakes waiters, then runs `on_outcome`. Call exactly once, holding no
   // lock of the runtime. Before it returns (and so before the runtime can be destroyed) it
   // waits for callers of `enter()` that saw the job unfinished to have left `enter()`.
   // `on_outcome` runs inside a CallbackScope of `core`.
-  void publish(Outcome&& outcome);
+  void publish(Outcome&& outcome, bool kept = true);
   bool done() const noexcept { return done_.load(std::memory_order_acquire); }
   // For callers outside the runtime (JobHandle::cancel, a parent token's callback) that must
   // reach `core` while the runtime may be being destroyed. Returns `core` if the job is not
@@ -111,9 +112,7 @@ struct Job : QueueItem {
     std::condition_variable published;
   };
   Waiters& waiters();
-  const Outcome& published_outcome() const noexcept {
-    return *std::launder(reinterpret_cast<const Outcome*>(outcome_storage_));
-  }
+  const Outcome& published_outcome() const noexcept { return *outcome_; }
 
   // Publication: the outcome is constructed, then done_ is set, and it never changes after.
   // A waiter installs waiters_ and then reads done_; publish sets done_ and then reads
@@ -124,7 +123,9 @@ struct Job : QueueItem {
   // sees the job finished, or publish waits until the pinner has registered with the runtime.
   std::atomic<std::uint32_t> pins_{0};
   CancelState cancel_state_;
-  alignas(Outcome) std::byte outcome_storage_[sizeof(Outcome)];
+  // Made when the outcome is published, and only if a handle may read it: a queued job does
+  // not carry room for its outcome. Written before done_ is set, never after.
+  std::unique_ptr<Outcome> outcome_;
 };
 
 }  // namespace sandglass::detail

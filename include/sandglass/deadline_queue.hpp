@@ -43,9 +43,11 @@
 // its class, and whose latest useful start is at or after that of the run's last item, is
 // appended to its class's run, a linked list, instead of the tree: admitting it (it overtakes
 // nobody, so the work ahead is the class's whole sum and no promise can break), linking it and
-// popping it are O(1). A newcomer that would overtake part of the run first moves the run into
-// the tree (each item at most once, O(log n) each), so the prediction stays the exact EDF
-// order; `remove` and `expire` take an item out of the run in O(1).
+// popping it are O(1). A newcomer that would overtake part of the run first moves that part,
+// the run's tail, into the tree (each item at most once, O(log n) each), so the prediction
+// stays the exact EDF order; `remove` and `expire` take an item out of the run in O(1). The
+// rest of the run stays a run: every item it holds is before the newcomer, and so before
+// every tree item the newcomer overtakes.
 //
 // Latest useful start: with `drop_if_cannot_finish`, `expire` (the timer) and `pop` remove an
 // item once less time is left than its estimate (too_late_to_start); `next_drop_time` says
@@ -59,8 +61,26 @@
 // after an unparked item leaves without running. `unpark(group)` does the same on demand. An
 // unparked item keeps its place by deadline (and arrival) in its class.
 //
-// Thread safety: none. Distinct objects: safe. Shared objects: unsafe; the runtime guards its
-// queue with its own mutex.
+// The inbox (lock-free admission): `admit_lock_free` may run on any thread while the owner
+// holds its lock for everything else. It takes only the easy, common case: an item of no
+// group, with at least `min_useful` left, whose deadline is at or after that of every item of
+// its class admitted so far (so it overtakes nobody and no promise can break), that fits a
+// predicted start computed from an upper bound (all work queued in its class and above,
+// reservations in flight included, ÷ workers + a bound of the running jobs' rest), while
+// there is room. It reserves the place and the work with atomic adds, claims its class's
+// order with one compare-and-swap on the class's latest deadline (the point where it is
+// admitted), and pushes the item onto an intrusive list with one more. Anything else (a
+// rejection, shedding, an item that would overtake queued work, a bulkhead item) returns
+// false and is decided by `admit` under the lock, exactly. The owner links the inbox into the
+// structure above (`splice`, which `pop`, `take`, `expire`, `remove`, `take_all` and `admit` do
+// first); `admit` and `take_all` first wait until every reservation made before them is
+// linked, so the locked decision sees every item admitted before it, and an item admitted
+// lock-free after it sees its work. An upper bound admits only what the exact rule admits,
+// so both paths decide as one EDF queue; the model test in tests/queue checks it.
+//
+// Thread safety: `admit_lock_free`, `inbox_empty`, `size()`, `empty()` and `closed()` may be
+// called concurrently with anything. Everything else: distinct objects: safe; shared objects:
+// unsafe; the runtime guards its queue with its own mutex.
 #pragma once
 
 #include <sandglass/deadline.hpp>
@@ -68,6 +88,7 @@
 #include <sandglass/reason.hpp>
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -97,7 +118,7 @@ struct QueueItem {
     std::int64_t min_slack = 0;  // min over the subtree of scaled latest start − work before
     TimePoint min_drop{};        // earliest drop time in the subtree
   };
-  enum class Place : std::uint8_t { none, queued, parked };
+  enum class Place : std::uint8_t { none, inbox, queued, parked };
   Place place_ = Place::none;
   bool unparked_ = false;       // back in its class from parking, not yet gone
   bool in_run_ = false;         // in its class's in-order run (node_ links prev/next there)
@@ -105,6 +126,7 @@ struct QueueItem {
   std::int64_t counted_ = 0;    // work as counted, ns
   std::int64_t scaled_latest_ = 0;  // (latest start − origin) × workers, ns
   TimePoint drop_at_{};         // when `expire` removes it
+  QueueItem* inbox_next_ = nullptr;  // in the inbox: the item pushed before it
   Node node_;                   // in its class's tree or run, or its parked set's tree
   Node group_node_;             // in its group's tree
 };
@@ -146,8 +168,28 @@ class DeadlineQueue {
   DeadlineQueue& operator=(const DeadlineQueue&) = delete;
   ~DeadlineQueue();
 
-  // Links `item` if it passes admission (see the file comment). O(log n).
+  // Links `item` if it passes admission (see the file comment). O(log n), after waiting for
+  // lock-free admissions in flight (a few instructions each) to reach the inbox.
   Admission admit(QueueItem& item, TimePoint now, Load load = {});
+
+  // An upper bound of Load::busy_for at `now`, readable without the owner's lock: called by
+  // admit_lock_free after it has read the queued work (see `take`). Must not block.
+  struct BusyBound {
+    Duration (*bound)(const void* context, TimePoint now) noexcept = nullptr;
+    const void* context = nullptr;
+  };
+  // Admits `item` into the inbox without the owner's lock if it is the easy case (see "The
+  // inbox" in the file comment); false changes nothing: call `admit` under the lock. Any
+  // thread. On true the item belongs to the queue as if `admit` had linked it.
+  bool admit_lock_free(QueueItem& item, TimePoint now, BusyBound busy) noexcept;
+  // Links the items admit_lock_free pushed, in arrival order. O(log n) each, O(1) for items
+  // that extend their class's in-order run.
+  void splice();
+  // Items splice() linked so far (whoever called it): an owner that lets a thread other than
+  // its consumers splice (a timer) compares this before and after, and wakes a consumer that
+  // may have gone to sleep in between (it saw the inbox empty because of that splice).
+  std::uint64_t spliced_total() const noexcept { return spliced_total_; }
+  bool inbox_empty() const noexcept { return inbox_.load(std::memory_order_seq_cst) == nullptr; }
 
   // The predicted start of `item` if it were admitted at `now` (see the file comment); for
   // reporting and tests. O(log n).
@@ -160,6 +202,13 @@ class DeadlineQueue {
   // comment). nullptr when nothing can start.
   QueueItem* pop(TimePoint now, std::vector<DroppedItem>& dropped,
                  const std::function<bool(std::uint32_t group)>& can_start = {});
+  // As `pop`, but the item's reservation (its place and its work, which admit_lock_free reads
+  // as work ahead) stays held until `release(item)`: a caller that counts the item as running
+  // work elsewhere releases it after that is visible, so a lock-free admission in between
+  // sees the item in one of the two places.
+  QueueItem* take(TimePoint now, std::vector<DroppedItem>& dropped,
+                  const std::function<bool(std::uint32_t group)>& can_start = {});
+  void release(QueueItem& item) noexcept;
 
   // Unlinks every item whose deadline passed at `now` (with drop_if_cannot_finish, also every
   // item with less time left than its estimate), parked ones included, into `dropped`.
@@ -172,11 +221,13 @@ class DeadlineQueue {
   // Unlinks `item` if it is queued or parked. True if it was.
   bool remove(QueueItem& item) noexcept;
 
-  // Stops admission: from now on `admit` answers shutting_down.
-  void close() noexcept { closed_ = true; }
-  bool closed() const noexcept { return closed_; }
+  // Stops admission: from now on `admit` answers shutting_down and admit_lock_free declines.
+  // Pairs with the seq_cst load in admit_lock_free, after its reservation: either that sees
+  // the queue closed, or `take_all` waits for its item.
+  void close() noexcept { closed_.store(true, std::memory_order_seq_cst); }
+  bool closed() const noexcept { return closed_.load(std::memory_order_seq_cst); }
 
-  // Unlinks all items, highest class first.
+  // Unlinks all items, highest class first, the inbox's and those in flight included.
   std::vector<QueueItem*> take_all();
 
   // The earliest deadline of any queued or parked item; never() when empty.
@@ -185,8 +236,11 @@ class DeadlineQueue {
   // drop_if_cannot_finish) latest useful start just passed; never() when empty.
   Deadline next_drop_time() const noexcept;
 
-  std::size_t size() const noexcept { return size_; }
-  bool empty() const noexcept { return size_ == 0; }
+  // Items queued, parked or in the inbox (and, for a moment, lock-free reservations in flight
+  // and taken items not yet released).
+  std::size_t size() const noexcept { return reserved_.load(std::memory_order_relaxed); }
+  bool empty() const noexcept { return size() == 0; }
+  // The linked items of one class (call `splice` first to count the inbox).
   std::size_t size(Priority priority) const noexcept;
   std::size_t capacity() const noexcept { return options_.capacity; }
   // Estimated work queued in `priority` and all classes above it, parked items included.
@@ -237,7 +291,22 @@ class DeadlineQueue {
   void flush_run(Class& c);  // moves the run into the tree
   static QueueItem* class_front(Class& c) noexcept;
   void link(QueueItem& item);
-  void unlink(QueueItem& item) noexcept;
+  // Unlinks; with `release`, also gives back its reservation (see `take`).
+  void unlink(QueueItem& item, bool release = true) noexcept;
+  // Reserves what admit_lock_free reads (a place, the work) and claims the class's order for
+  // a deadline; `reserve` undoes nothing, `unreserve` gives back a reservation not linked.
+  void reserve(const QueueItem& item) noexcept;
+  void unreserve(const QueueItem& item) noexcept;
+  void claim_order(Priority priority, TimePoint deadline) noexcept;
+  // Splices until every reservation but `own` is linked (lock-free admissions in flight
+  // finish in a few instructions).
+  void settle(std::size_t own);
+  // Whether the upper bound of `item`'s predicted finish (see "The inbox") is within its
+  // deadline; `own`: its own reserved work, which the bound leaves out.
+  bool fits(const QueueItem& item, std::size_t cls, TimePoint now, BusyBound busy,
+            std::int64_t own) const noexcept;
+  // admit's rules, once the inbox is settled.
+  Admission decide(QueueItem& item, TimePoint now, Load load);
   void park(QueueItem& item);
   bool unpark_one(std::uint32_t group);
   void refill(const std::function<bool(std::uint32_t)>& can_start);
@@ -248,12 +317,24 @@ class DeadlineQueue {
   DeadlineQueueOptions options_;
   std::array<Class, kPriorityCount> classes_;
   std::vector<Group> groups_;  // indexed by group - 1
-  std::size_t size_ = 0;
+  std::size_t size_ = 0;  // linked items
+  std::uint64_t spliced_total_ = 0;
   std::uint64_t next_seq_ = 0;
   std::uint64_t rng_ = 0x9E3779B97F4A7C15ull;
   TimePoint origin_{};  // latest starts are kept relative to it
   bool has_origin_ = false;
-  bool closed_ = false;
+
+  // What admit_lock_free reads and writes (the owner's lock does not guard them). Reservations:
+  // every item admitted (either path) and not yet released holds one place and its work.
+  std::atomic<bool> closed_{false};
+  alignas(64) std::atomic<std::size_t> reserved_{0};
+  std::array<std::atomic<std::int64_t>, kPriorityCount> reserved_work_{};  // ns, by class
+  // Per class: above every deadline admitted in the class, strictly increasing (ns since the
+  // clock's epoch). A lock-free admission claims its place in the class's order by raising it
+  // with a compare-and-swap; `admit` raises it too, which fails the claims in flight.
+  alignas(64) std::array<std::atomic<std::int64_t>, kPriorityCount> order_{};
+  // The inbox: the item pushed last, linked to those before (inbox_next_).
+  alignas(64) std::atomic<QueueItem*> inbox_{nullptr};
 };
 
 }  // namespace sandglass

@@ -1,0 +1,170 @@
+// The lock-free half of DeadlineQueue's admission: admit_lock_free, the inbox and the
+// reservations both paths share (see "The inbox" in deadline_queue.hpp).
+#include <sandglass/deadline_queue.hpp>
+
+#include <algorithm>
+#include <limits>
+#include <thread>
+
+namespace sandglass {
+namespace {
+
+constexpr std::int64_t kInf = std::numeric_limits<std::int64_t>::max();
+
+std::int64_t add_sat(std::int64_t a, std::int64_t b) noexcept {
+  std::int64_t sum = 0;
+  if (__builtin_add_overflow(a, b, &sum)) return b > 0 ? kInf : std::numeric_limits<std::int64_t>::min();
+  return sum;
+}
+
+std::int64_t ns_since_epoch(TimePoint t) noexcept {
+  return std::chrono::nanoseconds{t.time_since_epoch()}.count();
+}
+
+std::size_t index_of(Priority p) noexcept { return static_cast<std::size_t>(p); }
+
+// The class's order after an item with `deadline` took its place: strictly above what it was
+// (so a claim that read the old value fails) and above the deadline (so an equal deadline
+// that comes later goes the locked way, where arrival order ties).
+std::int64_t raised(std::int64_t order, std::int64_t deadline) noexcept {
+  return std::max(add_sat(order, 1), add_sat(deadline, 1));
+}
+
+void pause() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+}  // namespace
+
+bool DeadlineQueue::admit_lock_free(QueueItem& item, TimePoint now, BusyBound busy) noexcept {
+  if (item.group != 0) return false;
+  item.estimate = std::max(item.estimate, Duration::zero());
+  item.work = std::max(item.work, Duration::zero());
+  const Duration left = item.deadline.remaining(now);
+  if (left < options_.min_useful || left == Duration::zero()) return false;  // admit rejects it
+  item.counted_ = std::chrono::nanoseconds{item.work > Duration::zero() ? item.work : item.estimate}.count();
+  const std::size_t cls = index_of(item.priority);
+  const std::int64_t deadline = ns_since_epoch(item.deadline.time_point());
+  // Before reserving anything, the same tests with plain loads: an item that will be declined
+  // (most rejections) then costs no read-modify-write, and a rejection stays cheap.
+  if (closed_.load(std::memory_order_relaxed) ||
+      reserved_.load(std::memory_order_relaxed) >= options_.capacity ||
+      deadline < order_[cls].load(std::memory_order_relaxed) || !fits(item, cls, now, busy, 0)) {
+    return false;
+  }
+
+  // The place and the work first: whoever looks after this sees them (an upper bound).
+  if (reserved_.fetch_add(1, std::memory_order_seq_cst) >= options_.capacity) {
+    reserved_.fetch_sub(1, std::memory_order_relaxed);
+    return false;  // full: admit sheds or refuses
+  }
+  if (item.counted_ > 0) reserved_work_[cls].fetch_add(item.counted_, std::memory_order_seq_cst);
+  // After the reservation: close() pairs with it (see there).
+  if (!closed_.load(std::memory_order_seq_cst)) {
+    std::int64_t order = order_[cls].load(std::memory_order_seq_cst);
+    for (int attempt = 0; attempt < 4 && deadline >= order; ++attempt) {
+      if (!fits(item, cls, now, busy, item.counted_)) break;  // not sure
+      // The point of admission: no item of its class came in since `order` was read, so the
+      // work read above holds every one admitted before it (each reserved before it claimed).
+      if (order_[cls].compare_exchange_weak(order, raised(order, deadline), std::memory_order_seq_cst,
+                                            std::memory_order_seq_cst)) {
+        item.place_ = QueueItem::Place::inbox;
+        // Release: the item's fields travel with it to splice()'s acquire.
+        QueueItem* head = inbox_.load(std::memory_order_relaxed);
+        do {
+          item.inbox_next_ = head;
+        } while (!inbox_.compare_exchange_weak(head, &item, std::memory_order_seq_cst,
+                                               std::memory_order_relaxed));
+        return true;
+      }
+    }
+  }
+  unreserve(item);
+  return false;
+}
+
+bool DeadlineQueue::fits(const QueueItem& item, std::size_t cls, TimePoint now, BusyBound busy,
+                         std::int64_t own) const noexcept {
+  if (item.estimate <= Duration::zero()) return true;  // unknown: admit
+  // Work ahead: the classes up to this one, reservations in flight included, less its own
+  // (if reserved); then what the running jobs still need, read after the work (see `take`).
+  std::int64_t ahead = -own;
+  for (std::size_t p = 0; p <= cls; ++p) {
+    ahead = add_sat(ahead, reserved_work_[p].load(std::memory_order_seq_cst));
+  }
+  ahead = std::max<std::int64_t>(ahead, 0);
+  const Duration busy_for = std::max(busy.bound(busy.context, now), Duration::zero());
+  const TimePoint start = saturating_add(
+      saturating_add(now, std::chrono::nanoseconds{ahead / static_cast<std::int64_t>(options_.workers)}),
+      busy_for);
+  return saturating_add(start, item.estimate) <= item.deadline.time_point();
+}
+
+void DeadlineQueue::splice() {
+  // Pairs with the push in admit_lock_free; seq_cst, as a worker's look at the inbox before
+  // it sleeps is (see the runtime's IdleWorkers).
+  QueueItem* lifo = inbox_.exchange(nullptr, std::memory_order_seq_cst);
+  QueueItem* fifo = nullptr;
+  while (lifo != nullptr) {
+    QueueItem* next = lifo->inbox_next_;
+    lifo->inbox_next_ = fifo;
+    fifo = lifo;
+    lifo = next;
+  }
+  while (fifo != nullptr) {
+    QueueItem& item = *fifo;
+    fifo = item.inbox_next_;
+    item.inbox_next_ = nullptr;
+    if (!has_origin_) {
+      origin_ = item.deadline.time_point();
+      has_origin_ = true;
+    }
+    link(item);  // reserved already
+    ++spliced_total_;
+  }
+}
+
+void DeadlineQueue::reserve(const QueueItem& item) noexcept {
+  reserved_.fetch_add(1, std::memory_order_seq_cst);
+  if (item.counted_ > 0) {
+    reserved_work_[index_of(item.priority)].fetch_add(item.counted_, std::memory_order_seq_cst);
+  }
+}
+
+void DeadlineQueue::unreserve(const QueueItem& item) noexcept {
+  // Release: pairs with the seq_cst reads of admit_lock_free and settle.
+  if (item.counted_ > 0) {
+    reserved_work_[index_of(item.priority)].fetch_sub(item.counted_, std::memory_order_seq_cst);
+  }
+  reserved_.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+void DeadlineQueue::release(QueueItem& item) noexcept { unreserve(item); }
+
+void DeadlineQueue::claim_order(Priority priority, TimePoint deadline) noexcept {
+  std::atomic<std::int64_t>& order = order_[index_of(priority)];
+  const std::int64_t d = ns_since_epoch(deadline);
+  std::int64_t seen = order.load(std::memory_order_seq_cst);
+  // Pairs with the compare-and-swap of admit_lock_free: a claim that read `seen` fails.
+  while (!order.compare_exchange_weak(seen, raised(seen, d), std::memory_order_seq_cst,
+                                      std::memory_order_seq_cst)) {
+  }
+}
+
+void DeadlineQueue::settle(std::size_t own) {
+  // Every reservation is linked, or given back, a few instructions after it was made; only a
+  // preempted submitter makes this wait longer.
+  for (unsigned spins = 0;; ++spins) {
+    splice();
+    if (reserved_.load(std::memory_order_seq_cst) == size_ + own) return;
+    if (spins < 64) {
+      pause();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+}
+
+}  // namespace sandglass

@@ -1,0 +1,57 @@
+// idle_workers.hpp (private) — `IdleWorkers`: which worker threads sleep, and how to wake
+// one without the runtime's lock (a submitter that admitted a job lock-free has no lock).
+//
+//   idle.prepare(w);                    // under the runtime's lock, found nothing to do
+//   unlock; if (work appeared meanwhile) idle.withdraw(w); else idle.sleep(w);
+//   ...
+//   idle.wake_one();                    // anyone, after making work visible
+//
+// The protocol: a worker marks itself idle (`prepare`) while it still holds the lock under
+// which it saw no work, and looks once more at what lock-free submitters publish (the inbox)
+// after releasing it. A waker makes its work visible first and then claims an idle worker.
+// Both sides are seq_cst, so either the worker sees the work, or the waker sees the mark; a
+// claimed worker's wake word is set before it is notified, so a wake-up is never lost (a
+// futex wait on the word returns at once if it changed). Claiming clears the mark, so two
+// wakers never wake the same sleeper for two jobs.
+//
+// Thread safety: every member function may be called concurrently; `prepare`, `withdraw` and
+// `sleep` only by the worker named.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace sandglass::detail {
+
+class IdleWorkers {
+ public:
+  explicit IdleWorkers(std::size_t workers);
+
+  // Marks `worker` idle and ready to be woken; then look for work once more, and `withdraw`
+  // or `sleep`.
+  void prepare(std::size_t worker) noexcept;
+  // Takes back the mark if nobody claimed it (a claim already made only causes one spurious
+  // return from a later `sleep`).
+  void withdraw(std::size_t worker) noexcept;
+  // Blocks until a waker claims `worker` (at once if one did since `prepare`).
+  void sleep(std::size_t worker) noexcept;
+  // Claims one idle worker and wakes it. True if there was one.
+  bool wake_one() noexcept;
+  // Wakes every worker, idle or about to be (for stopping).
+  void wake_all() noexcept;
+  // True if some worker is marked idle.
+  bool any() const noexcept;
+
+ private:
+  struct alignas(64) Wake {
+    std::atomic<std::uint32_t> word{0};  // 1: claimed (wake up); 0: asleep or about to be
+  };
+  std::vector<std::atomic<std::uint64_t>> marks_;  // bit w % 64 of word w / 64: idle
+  std::unique_ptr<Wake[]> wake_;
+  std::size_t workers_;
+};
+
+}  // namespace sandglass::detail

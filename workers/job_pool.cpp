@@ -1,0 +1,117 @@
+#include "workers/job_pool.hpp"
+
+#include "workers/job.hpp"
+
+#include <memory>
+#include <mutex>
+
+namespace sandglass::detail {
+namespace {
+
+struct FreeBlock {
+  FreeBlock* next;        // in its batch
+  FreeBlock* next_batch;  // the first block of a batch: the batch below it in the shared stack
+};
+
+// The control block of allocate_shared<Job> and the record, with room to spare for the
+// standard library's layout.
+constexpr std::size_t kBlockBytes = (sizeof(Job) + 32 + 15) / 16 * 16;
+// Blocks per batch: a thread that frees this many more than it makes hands them over.
+constexpr std::size_t kBatch = 256;
+
+// Batches of kBatch blocks. Taken once per kBatch records, so the lock is nowhere near the
+// per-job path; a batch is popped whole, so one thread never takes more than it needs.
+constinit std::mutex g_mu;
+constinit FreeBlock* g_batches = nullptr;  // guarded by g_mu
+
+void push_batch(FreeBlock* head) noexcept {
+  std::lock_guard lock{g_mu};
+  head->next_batch = g_batches;
+  g_batches = head;
+}
+
+FreeBlock* pop_batch() noexcept {
+  std::lock_guard lock{g_mu};
+  FreeBlock* batch = g_batches;
+  if (batch != nullptr) g_batches = batch->next_batch;
+  return batch;
+}
+
+void free_chain(FreeBlock* head) noexcept {
+  while (head != nullptr) {
+    FreeBlock* next = head->next;
+    ::operator delete(static_cast<void*>(head));
+    head = next;
+  }
+}
+
+// A thread's blocks: the batch it takes from, and the one it fills with what it frees.
+struct Cache {
+  FreeBlock* take = nullptr;
+  FreeBlock* fill = nullptr;
+  std::size_t filled = 0;
+  ~Cache() {
+    if (fill != nullptr) push_batch(fill);
+    if (take != nullptr) push_batch(take);
+  }
+};
+
+thread_local Cache t_cache;
+
+}  // namespace
+
+std::size_t JobPool::block_bytes() noexcept { return kBlockBytes; }
+
+// Under AddressSanitizer records go straight to operator new and delete, so that a use of a
+// job after its last reference is reported, not hidden by a recycled block.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kPooled = false;
+#else
+constexpr bool kPooled = true;
+#endif
+
+void* JobPool::allocate() {
+  if (!kPooled) return ::operator new(kBlockBytes);
+  Cache& cache = t_cache;
+  if (cache.take == nullptr) {
+    if (cache.fill != nullptr) {  // its own frees first
+      cache.take = cache.fill;
+      cache.fill = nullptr;
+      cache.filled = 0;
+    } else {
+      cache.take = pop_batch();
+    }
+  }
+  if (FreeBlock* b = cache.take) {
+    cache.take = b->next;
+    return b;
+  }
+  return ::operator new(kBlockBytes);  // aligned for max_align_t
+}
+
+void JobPool::deallocate(void* block) noexcept {
+  if (!kPooled) {
+    ::operator delete(block);
+    return;
+  }
+  Cache& cache = t_cache;
+  auto* b = static_cast<FreeBlock*>(block);
+  b->next = cache.fill;
+  cache.fill = b;
+  if (++cache.filled == kBatch) {
+    push_batch(cache.fill);
+    cache.fill = nullptr;
+    cache.filled = 0;
+  }
+}
+
+void JobPool::release_unused() noexcept {
+  for (FreeBlock* batch = pop_batch(); batch != nullptr; batch = pop_batch()) free_chain(batch);
+  Cache& cache = t_cache;
+  free_chain(cache.take);
+  free_chain(cache.fill);
+  cache.take = cache.fill = nullptr;
+  cache.filled = 0;
+}
+
+}  // namespace sandglass::detail
