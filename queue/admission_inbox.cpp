@@ -2,6 +2,8 @@
 // reservations both paths share (see "The inbox" in deadline_queue.hpp).
 #include <sandglass/deadline_queue.hpp>
 
+#include "queue/saturating_ns.hpp"
+
 #include <algorithm>
 #include <limits>
 #include <thread>
@@ -9,13 +11,8 @@
 namespace sandglass {
 namespace {
 
-constexpr std::int64_t kInf = std::numeric_limits<std::int64_t>::max();
-
-std::int64_t add_sat(std::int64_t a, std::int64_t b) noexcept {
-  std::int64_t sum = 0;
-  if (__builtin_add_overflow(a, b, &sum)) return b > 0 ? kInf : std::numeric_limits<std::int64_t>::min();
-  return sum;
-}
+using detail::add_sat;
+using detail::kInf;
 
 std::int64_t ns_since_epoch(TimePoint t) noexcept {
   return std::chrono::nanoseconds{t.time_since_epoch()}.count();

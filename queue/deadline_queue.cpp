@@ -1,5 +1,7 @@
 #include <sandglass/deadline_queue.hpp>
 
+#include "queue/saturating_ns.hpp"
+
 #include <algorithm>
 #include <cassert>
 #include <limits>
@@ -9,13 +11,8 @@ namespace sandglass {
 
 namespace {
 
-constexpr std::int64_t kInf = std::numeric_limits<std::int64_t>::max();
-
-std::int64_t add_sat(std::int64_t a, std::int64_t b) noexcept {
-  std::int64_t sum = 0;
-  if (__builtin_add_overflow(a, b, &sum)) return b > 0 ? kInf : std::numeric_limits<std::int64_t>::min();
-  return sum;
-}
+using detail::add_sat;
+using detail::kInf;
 
 std::int64_t ns(Duration d) noexcept { return std::chrono::nanoseconds{d}.count(); }
 
