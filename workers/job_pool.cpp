@@ -50,13 +50,23 @@ struct Cache {
   FreeBlock* take = nullptr;
   FreeBlock* fill = nullptr;
   std::size_t filled = 0;
-  ~Cache() {
-    if (fill != nullptr) push_batch(fill);
-    if (take != nullptr) push_batch(take);
-  }
+  ~Cache();
 };
 
 thread_local Cache t_cache;
+// Set when this thread's cache was destroyed (at thread exit; for the main thread, before
+// static objects such as a global Runtime are destroyed). From then on this thread allocates
+// and frees straight through operator new and delete: the cache must not be used again, and
+// release_unused must not free the blocks it handed to the shared stack a second time.
+constinit thread_local bool t_cache_gone = false;
+
+Cache::~Cache() {
+  if (fill != nullptr) push_batch(fill);
+  if (take != nullptr) push_batch(take);
+  take = fill = nullptr;
+  filled = 0;
+  t_cache_gone = true;
+}
 
 }  // namespace
 
@@ -64,14 +74,19 @@ std::size_t JobPool::block_bytes() noexcept { return kBlockBytes; }
 
 // Under AddressSanitizer records go straight to operator new and delete, so that a use of a
 // job after its last reference is reported, not hidden by a recycled block.
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__has_feature)  // clang
+#if __has_feature(address_sanitizer)
+#define SANDGLASS_JOB_POOL_OFF 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(SANDGLASS_JOB_POOL_OFF)  // GCC, clang
 constexpr bool kPooled = false;
 #else
 constexpr bool kPooled = true;
 #endif
 
 void* JobPool::allocate() {
-  if (!kPooled) return ::operator new(kBlockBytes);
+  if (!kPooled || t_cache_gone) return ::operator new(kBlockBytes);
   Cache& cache = t_cache;
   if (cache.take == nullptr) {
     if (cache.fill != nullptr) {  // its own frees first
@@ -90,7 +105,7 @@ void* JobPool::allocate() {
 }
 
 void JobPool::deallocate(void* block) noexcept {
-  if (!kPooled) {
+  if (!kPooled || t_cache_gone) {
     ::operator delete(block);
     return;
   }
@@ -107,6 +122,7 @@ void JobPool::deallocate(void* block) noexcept {
 
 void JobPool::release_unused() noexcept {
   for (FreeBlock* batch = pop_batch(); batch != nullptr; batch = pop_batch()) free_chain(batch);
+  if (t_cache_gone) return;  // its blocks were in the shared stack: freed above
   Cache& cache = t_cache;
   free_chain(cache.take);
   free_chain(cache.fill);
