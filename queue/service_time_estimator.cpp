@@ -13,14 +13,15 @@ ServiceTimeEstimator::ServiceTimeEstimator(ServiceTimeEstimatorOptions options)
   options_.max_age = std::max(options_.max_age, Duration::zero());
   if (!(options_.age_in_runs >= 0)) options_.age_in_runs = 0;
   scratch_.reserve(options_.window);
-  update_lifetime();
 }
 
-void ServiceTimeEstimator::update_lifetime() noexcept {
-  const double scaled = typical_ns_ * options_.age_in_runs;
-  lifetime_ = scaled >= static_cast<double>(Duration::max().count())
-                  ? Duration::max()
-                  : std::max(options_.max_age, Duration{static_cast<Duration::rep>(scaled)});
+Duration ServiceTimeEstimator::sample_lifetime() const noexcept {
+  // Computed when asked (by `age`, about once per refresh), not on every record.
+  const double typical_ns = recorded_ == 0 ? 0.0 : std::exp(log_typical_);
+  const double scaled = typical_ns * options_.age_in_runs;
+  return scaled >= static_cast<double>(Duration::max().count())
+             ? Duration::max()
+             : std::max(options_.max_age, Duration{static_cast<Duration::rep>(scaled)});
 }
 
 void ServiceTimeEstimator::record(Duration run_time, TimePoint now) {
@@ -34,19 +35,18 @@ void ServiceTimeEstimator::record(Duration run_time, TimePoint now) {
   constexpr double kWeight = 1.0 / 64;
   const double log_run = std::log(std::max(static_cast<double>(run_time.count()), 1000.0));
   log_typical_ = recorded_ == 1 ? log_run : log_typical_ + kWeight * (log_run - log_typical_);
-  typical_ns_ = std::exp(log_typical_);
   // Until the window is full every sample matters, the one that fills it included; afterwards
   // refresh every few records.
-  update_lifetime();
   if (filling || ++since_refresh_ >= options_.refresh_every) refresh();
 }
 
 void ServiceTimeEstimator::age(TimePoint now) {
   if (window_.empty() || now < next_age_check_) return;
+  const Duration lifetime = sample_lifetime();
   const TimePoint oldest_kept =
-      lifetime_ == Duration::max() ? TimePoint::min() : saturating_add(now, -lifetime_);
+      lifetime == Duration::max() ? TimePoint::min() : saturating_add(now, -lifetime);
   // When the oldest sample's time is up.
-  auto due = [&] { return saturating_add(saturating_add(window_.front().at, lifetime_), Duration{1}); };
+  auto due = [&] { return saturating_add(saturating_add(window_.front().at, lifetime), Duration{1}); };
   if (window_.front().at >= oldest_kept) {
     next_age_check_ = due();  // until then aging costs one comparison
     return;
@@ -54,7 +54,7 @@ void ServiceTimeEstimator::age(TimePoint now) {
   while (!window_.empty() && window_.front().at < oldest_kept) window_.pop_front();
   refresh();
   // Recompute from aging at most eight times per lifetime.
-  next_age_check_ = saturating_add(now, lifetime_ / 8);
+  next_age_check_ = saturating_add(now, lifetime / 8);
   if (!window_.empty()) next_age_check_ = std::max(next_age_check_, due());
 }
 

@@ -78,47 +78,13 @@ std::atomic<std::size_t> g_live_runtimes{0};
 
 }  // namespace
 
-EstimateState::Figures EstimateState::figures(TimePoint now) {
-  if (now.time_since_epoch().count() >= age_due_ns_.load(std::memory_order_relaxed)) {
-    std::unique_lock lock{estimator_mu_, std::try_to_lock};
-    if (lock.owns_lock()) {
-      estimator_.age(now);
-      publish_figures();
-    }
-  }
-  return {.tail = Duration{tail_ns_.load(std::memory_order_relaxed)},
-          .central = Duration{central_ns_.load(std::memory_order_relaxed)}};
-}
-
-void EstimateState::record(Duration run_time, TimePoint now) {
-  std::lock_guard lock{estimator_mu_};
-  estimator_.record(run_time, now);
-  publish_figures();
-}
-
-EstimateSnapshot EstimateState::snapshot(const std::string& key) {
-  std::lock_guard lock{estimator_mu_};
-  return {.key = key,
-          .kind = kind_,
-          .mean = estimator_.central(),
-          .tail = estimator_.tail(),
-          .samples = estimator_.samples(),
-          .kept = estimator_.kept()};
-}
-
-void EstimateState::publish_figures() noexcept {
-  tail_ns_.store(estimator_.tail().count(), std::memory_order_relaxed);
-  central_ns_.store(estimator_.central().count(), std::memory_order_relaxed);
-  age_due_ns_.store(estimator_.next_age_check().time_since_epoch().count(),
-                    std::memory_order_relaxed);
-}
-
 RuntimeCore::RuntimeCore(RuntimeOptions options)
     : options_{std::move(options)},
       idle_{options_.workers},
       queue_{queue_options(options_)},
       slots_(options_.workers),
       slot_ends_{std::make_unique<SlotEnd[]>(options_.workers)},
+      worker_samples_{std::make_unique<WorkerSamples[]>(options_.workers)},
       serial_{g_next_serial.fetch_add(1, std::memory_order_relaxed)} {
   g_live_runtimes.fetch_add(1, std::memory_order_relaxed);
   // Bulkhead kinds get their groups up front so that pop() never grows a vector under load.
@@ -396,10 +362,14 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<J
       if (wake_another) idle_.wake_one();
       if (wake_timer) timer_wake_.notify_one();
       if (finished) {
-        // Before the outcome: whoever waits for it then sees the sample in the estimate.
-        if (sample) finished->estimate_state->record(outcome.timings.run_time, now);
         // Only the worker's reference left (self is gone): no handle can ask for the outcome.
-        publish(*finished, std::move(outcome), finished.use_count() > 1);
+        const bool kept = finished.use_count() > 1;
+        SampleBatch& samples = worker_samples_[worker].batch;
+        if (sample) samples.add(*finished->estimate_state, {outcome.timings.run_time, now});
+        // Before an outcome a handle can read: whoever waits for it then sees the sample in
+        // the estimate. Other samples wait for a full batch or an idle worker.
+        if (kept) samples.flush();
+        publish(*finished, std::move(outcome), kept);
         finished.reset();
       }
       finish_dropped(dropped_jobs);
@@ -414,7 +384,11 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<J
       lock = lock_hot_path();
       continue;
     }
-    if (stop_workers_) return nullptr;
+    if (stop_workers_) {
+      lock.unlock();
+      worker_samples_[worker].batch.flush();
+      return nullptr;
+    }
     if (!spun && !spinning_ && cores_ >= running_count_ + 2) {
       // One idle worker at a time spins briefly before it sleeps: at high rates the next job
       // arrives within microseconds, and a futex sleep plus wake-up costs more than that. Only
@@ -435,6 +409,8 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<J
     // lock-free submitter pushes to the inbox, which we look at once more (see IdleWorkers).
     idle_.prepare(worker);
     lock.unlock();
+    // Out of work: the estimate gets this worker's last samples before it sleeps.
+    worker_samples_[worker].batch.flush();
     if (queue_.inbox_empty()) {
       idle_.sleep(worker);
     } else {
@@ -455,7 +431,10 @@ void RuntimeCore::finish_detached(std::shared_ptr<Job> job, Outcome&& outcome) n
     wake_worker = !queue_.empty();
   }
   if (wake_worker) idle_.wake_one();
-  if (sample) job->estimate_state->record(outcome.timings.run_time, end);
+  if (sample) {
+    const RunSample run{.run_time = outcome.timings.run_time, .ended_at = end};
+    job->estimate_state->record(std::span<const RunSample>{&run, 1});
+  }
   publish(*job, std::move(outcome));
   // Shutdown returns only once this outcome is out (no thread of ours to join covers it).
   std::lock_guard lock{mu_};

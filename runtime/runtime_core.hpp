@@ -32,6 +32,7 @@
 #include <sandglass/runtime.hpp>
 #include <sandglass/service_time_estimator.hpp>
 
+#include "runtime/estimate_state.hpp"
 #include "runtime/idle_workers.hpp"
 #include "workers/awaitable_runner.hpp"
 #include "workers/job.hpp"
@@ -50,39 +51,6 @@
 #include <vector>
 
 namespace sandglass::detail {
-
-// One estimate key's run times (JobSpec::estimate_key, else the kind). The estimator has its
-// own lock, never taken under the runtime's: recording a run and aging samples stay out of the
-// runtime's critical section, and submitters read the figures it last published without a lock.
-class EstimateState {
- public:
-  struct Figures {
-    Duration tail{};
-    Duration central{};
-  };
-  EstimateState(std::string kind, ServiceTimeEstimator e)
-      : kind_{std::move(kind)}, estimator_{std::move(e)} {}
-
-  // The figures at `now`: ages the samples first when that is due and the estimator is free
-  // (else the figures published last). The two figures may come from consecutive updates.
-  Figures figures(TimePoint now);
-  // Adds a run that ended at `now` and publishes the new figures.
-  void record(Duration run_time, TimePoint now);
-  // The estimate as of its last update, named `key`. Takes the estimator's lock.
-  EstimateSnapshot snapshot(const std::string& key);
-
- private:
-  void publish_figures() noexcept;  // requires estimator_mu_
-
-  const std::string kind_;  // the kind of the job that first used the key
-  std::mutex estimator_mu_;
-  ServiceTimeEstimator estimator_;  // guarded by estimator_mu_
-  // Relaxed: each is a figure on its own; a reader that must see a run's sample (a waiter on
-  // that job's outcome) is ordered by the outcome's publication, which comes after record().
-  std::atomic<Duration::rep> tail_ns_{0};
-  std::atomic<Duration::rep> central_ns_{0};
-  std::atomic<TimePoint::rep> age_due_ns_{TimePoint::max().time_since_epoch().count()};
-};
 
 // What the runtime knows about one kind of job: its bulkhead.
 struct KindState {
@@ -227,6 +195,12 @@ class RuntimeCore final : public JobSource {
     std::atomic<TimePoint::rep> ns{TimePoint::min().time_since_epoch().count()};
   };
   std::unique_ptr<SlotEnd[]> slot_ends_;
+  // Each worker's run-time samples not yet recorded (see SampleBatch): the worker records them
+  // before it publishes an outcome a handle can read, and before it waits for work.
+  struct alignas(64) WorkerSamples {
+    SampleBatch batch;
+  };
+  std::unique_ptr<WorkerSamples[]> worker_samples_;
   std::mutex kinds_mu_;  // guards kinds_ and estimates_; never taken under mu_
   std::unordered_map<std::string, KindState, StringHash, std::equal_to<>> kinds_;
   // Run-time estimates per estimate key (JobSpec::estimate_key, else the kind).

@@ -73,7 +73,7 @@ class ServiceTimeEstimator {
   // How long a sample is kept: the longer of max_age and age_in_runs × the typical run time, a
   // slowly moving geometric mean of every run recorded (not of the window: after a stall the
   // window may hold only the slow runs it caused, which must not keep themselves alive).
-  Duration sample_lifetime() const noexcept { return lifetime_; }
+  Duration sample_lifetime() const noexcept;
 
  private:
   struct Sample {
@@ -81,7 +81,6 @@ class ServiceTimeEstimator {
     Duration run_time;
   };
   void refresh();
-  void update_lifetime() noexcept;
 
   ServiceTimeEstimatorOptions options_;
   std::deque<Sample> window_;  // oldest first
@@ -92,9 +91,7 @@ class ServiceTimeEstimator {
   Duration central_{};
   Duration median_{};
   Duration tail_{};
-  Duration lifetime_{};
   double log_typical_ = 0;  // ln of the typical run time in ns
-  double typical_ns_ = 0;
 };
 
 }  // namespace sandglass

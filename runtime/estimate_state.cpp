@@ -1,0 +1,44 @@
+#include "runtime/estimate_state.hpp"
+
+namespace sandglass::detail {
+
+EstimateState::Figures EstimateState::figures(TimePoint now) {
+  if (now.time_since_epoch().count() >= age_due_ns_.load(std::memory_order_relaxed)) {
+    std::unique_lock lock{estimator_mu_, std::try_to_lock};
+    if (lock.owns_lock()) {
+      estimator_.age(now);
+      publish_figures();
+    }
+  }
+  return {.tail = Duration{tail_ns_.load(std::memory_order_relaxed)},
+          .central = Duration{central_ns_.load(std::memory_order_relaxed)}};
+}
+
+void EstimateState::record(std::span<const RunSample> runs) {
+  std::lock_guard lock{estimator_mu_};
+  for (const RunSample& run : runs) estimator_.record(run.run_time, run.ended_at);
+  publish_figures();
+}
+
+EstimateSnapshot EstimateState::snapshot(const std::string& key) {
+  std::lock_guard lock{estimator_mu_};
+  return {.key = key,
+          .kind = kind_,
+          .mean = estimator_.central(),
+          .tail = estimator_.tail(),
+          .samples = estimator_.samples(),
+          .kept = estimator_.kept()};
+}
+
+void EstimateState::publish_figures() noexcept {
+  // Only what changed: a store of an unchanged figure would still take the cache line from
+  // every submitter that reads it.
+  auto publish = [](std::atomic<Duration::rep>& to, Duration::rep value) {
+    if (to.load(std::memory_order_relaxed) != value) to.store(value, std::memory_order_relaxed);
+  };
+  publish(tail_ns_, estimator_.tail().count());
+  publish(central_ns_, estimator_.central().count());
+  publish(age_due_ns_, estimator_.next_age_check().time_since_epoch().count());
+}
+
+}  // namespace sandglass::detail
