@@ -36,6 +36,10 @@ void pause() noexcept {
 }  // namespace
 
 bool DeadlineQueue::admit_lock_free(QueueItem& item, TimePoint now, BusyBound busy) noexcept {
+  return lock_free_may_admit(item, now, busy) && claim_lock_free(item, now, busy);
+}
+
+bool DeadlineQueue::lock_free_may_admit(QueueItem& item, TimePoint now, BusyBound busy) noexcept {
   if (item.group != 0) return false;
   item.estimate = std::max(item.estimate, Duration::zero());
   item.work = std::max(item.work, Duration::zero());
@@ -43,15 +47,17 @@ bool DeadlineQueue::admit_lock_free(QueueItem& item, TimePoint now, BusyBound bu
   if (left < options_.min_useful || left == Duration::zero()) return false;  // admit rejects it
   item.counted_ = std::chrono::nanoseconds{item.work > Duration::zero() ? item.work : item.estimate}.count();
   const std::size_t cls = index_of(item.priority);
-  const std::int64_t deadline = ns_since_epoch(item.deadline.time_point());
-  // Before reserving anything, the same tests with plain loads: an item that will be declined
-  // (most rejections) then costs no read-modify-write, and a rejection stays cheap.
-  if (closed_.load(std::memory_order_relaxed) ||
-      reserved_.load(std::memory_order_relaxed) >= options_.capacity ||
-      deadline < order_[cls].load(std::memory_order_relaxed) || !fits(item, cls, now, busy, 0)) {
-    return false;
-  }
+  // The tests of claim_lock_free with plain loads: an item that will be declined (most
+  // rejections) then costs no read-modify-write, and a rejection stays cheap.
+  return !closed_.load(std::memory_order_relaxed) &&
+         reserved_.load(std::memory_order_relaxed) < options_.capacity &&
+         ns_since_epoch(item.deadline.time_point()) >= order_[cls].load(std::memory_order_relaxed) &&
+         fits(item, cls, now, busy, 0);
+}
 
+bool DeadlineQueue::claim_lock_free(QueueItem& item, TimePoint now, BusyBound busy) noexcept {
+  const std::size_t cls = index_of(item.priority);
+  const std::int64_t deadline = ns_since_epoch(item.deadline.time_point());
   // The place and the work first: whoever looks after this sees them (an upper bound).
   if (reserved_.fetch_add(1, std::memory_order_seq_cst) >= options_.capacity) {
     reserved_.fetch_sub(1, std::memory_order_relaxed);

@@ -183,7 +183,7 @@ EstimateState& RuntimeCore::estimate_state(const std::string& key, const std::st
   return it->second;
 }
 
-JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback on_outcome,
+JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallback&& on_outcome,
                               std::unique_ptr<AwaitableRun> awaitable) {
   if (awaitable) {
     if (!awaitable->handler.fn) throw std::invalid_argument{"submit: awaitable handler is empty"};
@@ -209,7 +209,7 @@ JobHandle RuntimeCore::submit(JobSpec spec, JobHandler handler, OutcomeCallback 
   if (!spec.idempotency_key.empty()) {
     job->idempotency_key = std::make_unique<std::string>(std::move(spec.idempotency_key));
   }
-  std::string estimate_key = spec.estimate_key.empty() ? job->kind : std::move(spec.estimate_key);
+  const std::string& estimate_key = spec.estimate_key.empty() ? job->kind : spec.estimate_key;
   job->priority = spec.priority;
   job->handler = std::move(handler);
   job->awaitable = std::move(awaitable);
@@ -753,10 +753,13 @@ void RuntimeCore::raise_peak(std::size_t queued) noexcept {
 }
 
 bool RuntimeCore::admit_lock_free(std::shared_ptr<Job>& job, TimePoint now) {
+  const DeadlineQueue::BusyBound busy{&RuntimeCore::busy_bound, this};
+  // A job the queue will decline (a rejection, most often) costs no reference count change.
+  if (!queue_.lock_free_may_admit(*job, now, busy)) return false;
   // Published by the push: the worker that links the job reads them under mu_.
   job->phase = Job::Phase::queued;
   job->self = job;
-  if (!queue_.admit_lock_free(*job, now, {&RuntimeCore::busy_bound, this})) {
+  if (!queue_.claim_lock_free(*job, now, busy)) {
     job->phase = Job::Phase::pending;
     job->self.reset();
     return false;

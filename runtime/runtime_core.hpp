@@ -68,7 +68,9 @@ class RuntimeCore final : public JobSource {
   void start();
 
   // Exactly one of `handler` and `awaitable` is set.
-  JobHandle submit(JobSpec spec, JobHandler handler, OutcomeCallback on_outcome,
+  // Takes what it keeps from the arguments (references: the caller's parameters are moved
+  // from once, not twice).
+  JobHandle submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallback&& on_outcome,
                    std::unique_ptr<AwaitableRun> awaitable = nullptr);
   // Cancels a queued job (it leaves the queue) or signals a running one. True if this call
   // cancelled it.

@@ -12,13 +12,8 @@ Job::~Job() { delete waiters_.load(std::memory_order_acquire); }
 void Job::publish(Outcome&& outcome, bool kept) {
   handler = nullptr;     // release what the handler captured as soon as the job is over
   parent_link.reset();   // the parent may outlive the runtime; blocks while its callback runs
-  // Without a reader the callback gets the outcome from here.
-  std::optional<Outcome> local;
-  if (kept) {
-    outcome_ = std::make_unique<Outcome>(std::move(outcome));
-  } else {
-    local.emplace(std::move(outcome));
-  }
+  // Without a reader the callback gets the caller's outcome as it is.
+  if (kept) outcome_ = std::make_unique<Outcome>(std::move(outcome));
   // Also the release that publishes the outcome to whoever acquires done_.
   done_.store(true, std::memory_order_seq_cst);
   if (Waiters* w = waiters_.load(std::memory_order_seq_cst)) {
@@ -30,7 +25,7 @@ void Job::publish(Outcome&& outcome, bool kept) {
   if (on_outcome) {
     OutcomeCallback callback = std::move(on_outcome);
     const CallbackScope scope{core};
-    callback(kept ? published_outcome() : *local);
+    callback(kept ? published_outcome() : outcome);
   }
 }
 

@@ -182,6 +182,14 @@ class DeadlineQueue {
   // inbox" in the file comment); false changes nothing: call `admit` under the lock. Any
   // thread. On true the item belongs to the queue as if `admit` had linked it.
   bool admit_lock_free(QueueItem& item, TimePoint now, BusyBound busy) noexcept;
+  // admit_lock_free in two halves, for a caller that must prepare the item in between (a
+  // runtime sets the reference a consumer takes, which a declined item should not pay for):
+  // `lock_free_may_admit` runs admit_lock_free's tests with plain loads and changes nothing
+  // but the item's own counted work (false: admit_lock_free would decline); after a true,
+  // `claim_lock_free` reserves, claims and pushes as admit_lock_free does (false changes
+  // nothing). Together they decide as admit_lock_free.
+  bool lock_free_may_admit(QueueItem& item, TimePoint now, BusyBound busy) noexcept;
+  bool claim_lock_free(QueueItem& item, TimePoint now, BusyBound busy) noexcept;
   // Links the items admit_lock_free pushed, in arrival order. O(log n) each, O(1) for items
   // that extend their class's in-order run.
   void splice();

@@ -172,6 +172,31 @@ TEST_SUITE("DeadlineQueue inbox") {
     }
   }
 
+  TEST_CASE("lock_free_may_admit reserves nothing and claim_lock_free then admits as admit_lock_free") {
+    std::deque<Item> items;
+    DeadlineQueue q{{.capacity = 4, .workers = 1}};
+    auto add = [&](Duration budget) -> Item& {
+      Item& x = items.emplace_back();
+      x.deadline = Deadline::at(kNow + budget);
+      x.estimate = 1ms;
+      return x;
+    };
+    Item& first = add(100ms);
+    REQUIRE(q.admit_lock_free(first, kNow, kIdle));
+    // Would overtake `first`: declined by the plain-load half already.
+    CHECK_FALSE(q.lock_free_may_admit(add(50ms), kNow, kIdle));
+    Item& later = add(200ms);
+    CHECK(q.lock_free_may_admit(later, kNow, kIdle));
+    CHECK(q.size() == 1);       // nothing reserved by the check
+    CHECK(q.inbox_empty() == false);
+    CHECK(q.claim_lock_free(later, kNow, kIdle));
+    CHECK(q.size() == 2);
+    std::vector<DroppedItem> dropped;
+    CHECK(q.pop(kNow, dropped) == &first);
+    CHECK(q.pop(kNow, dropped) == &later);
+    CHECK(dropped.empty());
+  }
+
   TEST_CASE("the lock-free path declines what only the locked rule may decide") {
     std::deque<Item> items;
     DeadlineQueue q{{.capacity = 2, .workers = 1, .group_limits = {1}}};
