@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cassert>
 #include <limits>
+#include <optional>
 #include <tuple>
 
 namespace sandglass {
@@ -389,10 +390,12 @@ Admission DeadlineQueue::decide(QueueItem& item, TimePoint now, Load load) {
       tree_insert(c, last);
     }
   }
+  // Computed once: the rejection reports it (Admission::predicted_start).
+  std::optional<TimePoint> start;
   if (item.estimate > Duration::zero()) {
-    const TimePoint start = predicted_start(item, now, load);
-    if (saturating_add(start, item.estimate) > item.deadline.time_point()) {
-      return {Reason::deadline_implausible};
+    start = predicted_start(item, now, load);
+    if (saturating_add(*start, item.estimate) > item.deadline.time_point()) {
+      return {.reason = Reason::deadline_implausible, .predicted_start = *start};
     }
   }
   if (item.counted_ > 0) {
@@ -414,7 +417,10 @@ Admission DeadlineQueue::decide(QueueItem& item, TimePoint now, Load load) {
                                       ? kInf
                                       : QueueTree::min_slack_after<kItems>(c.items.root, key);
     const std::int64_t slack = add_sat(tightest, -base);
-    if (tightest != kInf && slack >= 0 && slack < item.counted_) return {Reason::deadline_implausible};
+    if (tightest != kInf && slack >= 0 && slack < item.counted_) {
+      return {.reason = Reason::deadline_implausible,
+              .predicted_start = start ? *start : predicted_start(item, now, load)};
+    }
   }
   Admission admission;
   if (size_ >= options_.capacity) {

@@ -1,12 +1,12 @@
 #include "runtime/runtime_core.hpp"
 
+#include "runtime/implausible_message.hpp"
 #include "workers/callback_scope.hpp"
 #include "workers/job_pool.hpp"
 
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
-#include <cstdio>
 #include <string>
 #include <stdexcept>
 
@@ -39,38 +39,6 @@ Overrun overrun_of(const Job& job, TimePoint now) {
           .started_at = job.started_at, .past_deadline = -job.deadline.slack(now)};
 }
 
-// "1.17s", "30ms", "250us": three significant digits in the largest unit that is at least 1.
-std::string format_duration(Duration d) {
-  const double ns = static_cast<double>(std::max(d, Duration::zero()).count());
-  char text[32];
-  if (ns >= 1e9) {
-    std::snprintf(text, sizeof text, "%.3gs", ns / 1e9);
-  } else if (ns >= 1e6) {
-    std::snprintf(text, sizeof text, "%.3gms", ns / 1e6);
-  } else {
-    std::snprintf(text, sizeof text, "%.3gus", ns / 1e3);
-  }
-  return text;
-}
-
-// The error of a deadline_implausible rejection: the prediction against the deadline.
-std::string implausible_message(TimePoint start, TimePoint now, Duration estimate,
-                                Deadline deadline, const std::string& key) {
-  const Duration start_in = saturating_sub(start, now);
-  const Duration finish_in = saturating_sub(saturating_add(start, estimate), now);
-  const Duration deadline_in = deadline.slack(now);
-  std::string text = "predicted finish " + format_duration(finish_in) +
-                     " after submission (start in " + format_duration(start_in) + " + estimate " +
-                     format_duration(estimate) + " for " + key + ")";
-  if (finish_in > deadline_in) {
-    text += " > deadline in " + format_duration(deadline_in);
-  } else {
-    // Admission's second rule: it fits, but it would overtake a queued job that then misses.
-    text += " fits the deadline in " + format_duration(deadline_in) +
-            ", but it would make a queued job of its class miss its own";
-  }
-  return text;
-}
 // Tells runtimes apart in the per-thread caches (an address may be reused).
 std::atomic<std::uint64_t> g_next_serial{1};
 // Runtimes alive: the last one to go gives the job pool's spare blocks back to malloc.
@@ -265,8 +233,8 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
     const Load load = load_for(ks, now);
     admission = queue_.admit(*job, now, load);
     if (admission.reason == Reason::deadline_implausible) {
-      rejection = implausible_message(queue_.predicted_start(*job, now, load), now, job->estimate,
-                                      job->deadline, estimate_key);
+      rejection = implausible_message(admission.predicted_start, now, job->estimate, job->deadline,
+                                      estimate_key);
     }
     if (admission.admitted()) {
       job->phase = Job::Phase::queued;

@@ -157,6 +157,9 @@ struct Load {
 struct Admission {
   Reason reason = Reason::ok;  // ok, shutting_down, budget_too_small, deadline_implausible, queue_full
   QueueItem* shed = nullptr;   // an item removed to make room; its outcome: rejected, shed
+  // For deadline_implausible: the item's predicted start (see `predicted_start`), which the
+  // decision compared; unset otherwise.
+  TimePoint predicted_start{};
 
   bool admitted() const noexcept { return reason == Reason::ok; }
 };

@@ -138,6 +138,25 @@ TEST_SUITE("DeadlineQueue admission") {
           Reason::ok);
   }
 
+  TEST_CASE("a deadline_implausible admission carries the predicted start it compared") {
+    Items items;
+    DeadlineQueue q{{.capacity = 16, .workers = 1, .min_useful = 1ms}};
+    REQUIRE(q.admit(items.add(1, Priority::normal, kNow + 100ms, 50ms), kNow).admitted());
+    SUBCASE("predicted to finish after its deadline") {
+      Item& late = items.add(2, Priority::normal, kNow + 120ms, 80ms);
+      const Admission a = q.admit(late, kNow, Load{.busy_for = 5ms});
+      REQUIRE(a.reason == Reason::deadline_implausible);
+      CHECK(a.predicted_start == kNow + 55ms);  // 50 ms queued + 5 ms running
+      CHECK(a.predicted_start == q.predicted_start(late, kNow, Load{.busy_for = 5ms}));
+    }
+    SUBCASE("fits, but would push a queued item past its latest start") {
+      Item& pushy = items.add(2, Priority::normal, kNow + 60ms, 55ms);
+      const Admission a = q.admit(pushy, kNow);
+      REQUIRE(a.reason == Reason::deadline_implausible);
+      CHECK(a.predicted_start == kNow);  // it would go first
+    }
+  }
+
   TEST_CASE("a newcomer is rejected when it would push an item of its class past its latest "
             "start") {
     Items items;
