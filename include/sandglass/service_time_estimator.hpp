@@ -58,8 +58,8 @@ class ServiceTimeEstimator {
 
   // The mean of the kept samples; zero when there are none.
   Duration central() const noexcept { return central_; }
-  // Their median; zero when there are none.
-  Duration median() const noexcept { return median_; }
+  // Their median; zero when there are none. Selected when first asked after a recomputation.
+  Duration median() const noexcept;
   // The configured quantile of the kept samples; zero when there are none.
   Duration tail() const noexcept { return tail_; }
   Duration estimate() const noexcept { return tail_; }  // the same as tail()
@@ -81,15 +81,21 @@ class ServiceTimeEstimator {
     Duration run_time;
   };
   void refresh();
+  std::size_t rank_of(double quantile) const noexcept;  // in scratch_
+  // The index in scratch_ of the value at rank `at` of the sorted scratch_ (may reorder it).
+  std::size_t select(std::size_t at) const noexcept;
 
   ServiceTimeEstimatorOptions options_;
   std::deque<Sample> window_;  // oldest first
-  std::vector<Duration> scratch_;
+  // The run times of the last recomputation (reordered by selections, never changed
+  // otherwise): median() selects from them.
+  mutable std::vector<Duration> scratch_;
   std::size_t recorded_ = 0;
   std::size_t since_refresh_ = 0;
   TimePoint next_age_check_ = TimePoint::min();
   Duration central_{};
-  Duration median_{};
+  mutable Duration median_{};
+  mutable bool median_due_ = false;  // scratch_ holds a recomputation median_ has not seen
   Duration tail_{};
   double log_typical_ = 0;  // ln of the typical run time in ns
 };

@@ -2,7 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -49,6 +51,25 @@ TEST_SUITE("ServiceTimeEstimator") {
     SUBCASE("1 to 11 ms rounds the rank up") {
       record_one_to(est, 11);  // 0.9 * 11 = 9.9, so the 10th smallest
       CHECK(est.estimate() == 10ms);
+    }
+  }
+
+  TEST_CASE("every quantile, high or low, is the nearest-rank sample of a full window with ties") {
+    // Shuffled values with repeats: a high quantile is found among the few largest samples, a
+    // lower one by a selection; both must give the sorted window's nearest rank.
+    std::vector<Duration> values;
+    for (int i = 0; i < 128; ++i) values.push_back(Duration{(i * 37) % 101 + (i % 5 == 0 ? 1000 : 0)});
+    std::vector<Duration> sorted = values;
+    std::sort(sorted.begin(), sorted.end());
+    for (const double q : {0.5, 0.9, 0.93, 0.95, 0.97, 0.99, 0.995, 1.0}) {
+      CAPTURE(q);
+      ServiceTimeEstimator est{{.quantile = q, .window = 128, .refresh_every = 1,
+                                .max_age = Duration::max()}};
+      sandglass::TimePoint t{};
+      for (const Duration v : values) est.record(v, t += 1ms);
+      const auto rank = static_cast<std::size_t>(std::ceil(q * 128.0));
+      CHECK(est.tail() == sorted[rank - 1]);
+      CHECK(est.median() == sorted[63]);
     }
   }
 
