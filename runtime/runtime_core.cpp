@@ -35,7 +35,7 @@ Job& job_of(QueueItem* item) { return static_cast<Job&>(*item); }
 
 // A running job past its deadline, as reported at `now`. Requires the runtime's lock.
 Overrun overrun_of(const Job& job, TimePoint now) {
-  return {.worker = job.worker, .id = job.id, .kind = job.kind, .deadline = job.deadline,
+  return {.worker = job.worker, .id = job.id, .kind = std::string{job.kind}, .deadline = job.deadline,
           .started_at = job.started_at, .past_deadline = -job.deadline.slack(now)};
 }
 
@@ -56,8 +56,9 @@ RuntimeCore::RuntimeCore(RuntimeOptions options)
       serial_{g_next_serial.fetch_add(1, std::memory_order_relaxed)} {
   g_live_runtimes.fetch_add(1, std::memory_order_relaxed);
   // Bulkhead kinds get their groups up front so that pop() never grows a vector under load.
+  std::lock_guard lock{kinds_mu_};
   for (const auto& [kind, limit] : options_.kind_limits) {
-    KindState& ks = kind_state(kind);
+    KindState& ks = kind_state_locked(kind);
     groups_.push_back(&ks);
     ks.group = static_cast<std::uint32_t>(groups_.size());
     ks.limit = limit;
@@ -112,31 +113,13 @@ void RuntimeCore::start() {
   timer_ = std::thread{[this] { timer_loop(); }};
 }
 
-KindState& RuntimeCore::kind_state(const std::string& kind) {
-  // Producers mostly submit one kind after another: a one-entry cache per thread spares them
-  // the hash and the lock.
-  thread_local struct {
-    std::uint64_t runtime = 0;
-    std::string kind;
-    KindState* state = nullptr;
-  } last;
-  if (last.runtime == serial_ && last.kind == kind) return *last.state;
-  std::lock_guard lock{kinds_mu_};
-  auto it = kinds_.try_emplace(kind).first;
-  last.runtime = serial_;
-  last.kind = kind;
-  last.state = &it->second;
+KindState& RuntimeCore::kind_state_locked(const std::string& kind) {
+  auto [it, made] = kinds_.try_emplace(kind);
+  if (made) it->second.name = it->first;  // a map's keys stay where they are
   return it->second;
 }
 
-EstimateState& RuntimeCore::estimate_state(const std::string& key, const std::string& kind) {
-  thread_local struct {  // as in kind_state
-    std::uint64_t runtime = 0;
-    std::string key;
-    EstimateState* state = nullptr;
-  } last;
-  if (last.runtime == serial_ && last.key == key) return *last.state;
-  std::lock_guard lock{kinds_mu_};
+EstimateState& RuntimeCore::estimate_state_locked(const std::string& key, const std::string& kind) {
   auto it = estimates_.find(std::string_view{key});
   if (it == estimates_.end()) {
     const ServiceTimeEstimatorOptions estimator{.quantile = options_.estimate_quantile,
@@ -145,10 +128,29 @@ EstimateState& RuntimeCore::estimate_state(const std::string& key, const std::st
                                                 .age_in_runs = options_.estimate_age_in_runs};
     it = estimates_.try_emplace(key, kind, ServiceTimeEstimator{estimator}).first;
   }
-  last.runtime = serial_;
-  last.key = key;
-  last.state = &it->second;
   return it->second;
+}
+
+RuntimeCore::Resolved RuntimeCore::resolve(const std::string& kind, const std::string& estimate_key) {
+  // Producers mostly submit one kind after another: a one-entry cache per thread spares them
+  // the hashes and the lock.
+  thread_local struct {
+    std::uint64_t runtime = 0;
+    std::string kind;
+    std::string estimate_key;
+    Resolved states;
+  } last;
+  if (last.runtime == serial_ && last.kind == kind && last.estimate_key == estimate_key) {
+    return last.states;
+  }
+  std::lock_guard lock{kinds_mu_};
+  KindState& ks = kind_state_locked(kind);
+  EstimateState& es = estimate_state_locked(estimate_key.empty() ? kind : estimate_key, kind);
+  last.runtime = serial_;
+  last.kind = kind;
+  last.estimate_key = estimate_key;
+  last.states = {.kind = &ks, .estimate = &es};
+  return last.states;
 }
 
 JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallback&& on_outcome,
@@ -173,11 +175,14 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
   // Recycled records (see job_pool.hpp): no lock, and no cross-thread free into malloc.
   auto job = std::allocate_shared<Job>(JobAllocator<Job>{});
   job->id = next_id_.fetch_add(1, std::memory_order_relaxed);
-  job->kind = std::move(spec.kind);
+  const Resolved states = resolve(spec.kind, spec.estimate_key);
+  KindState& ks = *states.kind;
+  EstimateState& es = *states.estimate;
+  job->kind = ks.name;
   if (!spec.idempotency_key.empty()) {
     job->idempotency_key = std::make_unique<std::string>(std::move(spec.idempotency_key));
   }
-  const std::string& estimate_key = spec.estimate_key.empty() ? job->kind : spec.estimate_key;
+  const std::string& estimate_key = spec.estimate_key.empty() ? spec.kind : spec.estimate_key;
   job->priority = spec.priority;
   job->handler = std::move(handler);
   job->awaitable = std::move(awaitable);
@@ -211,8 +216,6 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
     });
   }
 
-  KindState& ks = kind_state(job->kind);
-  EstimateState& es = estimate_state(estimate_key, job->kind);
   const EstimateState::Figures figures = es.figures(now);
   // Not yet visible to any other thread (a parent's callback reads them only once queued).
   job->kind_state = &ks;

@@ -54,6 +54,7 @@ namespace sandglass::detail {
 
 // What the runtime knows about one kind of job: its bulkhead.
 struct KindState {
+  std::string_view name;    // the kind, held by the runtime's table of kinds
   std::uint32_t group = 0;  // bulkhead group, zero when the kind is unlimited
   std::size_t limit = 0;    // most running at once (when group != 0)
   std::size_t running = 0;  // guarded by the runtime's mutex
@@ -131,12 +132,17 @@ class RuntimeCore final : public JobSource {
   // The bookkeeping when a handler returned: run slot, bulkhead; requires mu_. True if the
   // run is a sample for its kind's estimate (the caller records it after unlocking).
   bool record_finished(Job& job, const Outcome& outcome);
-  // The state of `kind`, made on first use. Takes kinds_mu_ (never under mu_) unless this
-  // thread asked for the same kind of this runtime last. The reference lives as long as this.
-  KindState& kind_state(const std::string& kind);
-  // The estimate state of `key` (made on first use, for a job of `kind`). Takes kinds_mu_
-  // (never under mu_) unless this thread asked for the same key of this runtime last.
-  EstimateState& estimate_state(const std::string& key, const std::string& kind);
+  // The state of `kind`, and that of estimate key `key` (for a job of `kind`), made on first
+  // use; require kinds_mu_. The references live as long as this.
+  KindState& kind_state_locked(const std::string& kind);
+  EstimateState& estimate_state_locked(const std::string& key, const std::string& kind);
+  struct Resolved {
+    KindState* kind = nullptr;
+    EstimateState* estimate = nullptr;
+  };
+  // The states of a job's kind and estimate key (empty: the kind). Takes kinds_mu_ (never
+  // under mu_) unless this thread resolved the same pair of this runtime last.
+  Resolved resolve(const std::string& kind, const std::string& estimate_key);
   // What running work means for a newcomer of `ks` at `now`: zero when a worker (and a slot of
   // its group) is idle, else the running jobs' expected rest ÷ workers (÷ the group's limit for
   // the group's own jobs). Requires mu_. O(workers).

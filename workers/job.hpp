@@ -63,7 +63,8 @@ struct Job : QueueItem {
   // Cold: only an awaitable job has it (then `handler` is empty; see awaitable_runner.hpp).
   std::unique_ptr<AwaitableRun> awaitable;
   OutcomeCallback on_outcome;
-  std::string kind;
+  std::string_view kind;  // held by the runtime (its table of kinds), which outlives the
+                          // job's every read of it: each happens before its outcome is out
   // Cold: made only when the submitter gave a key.
   std::unique_ptr<std::string> idempotency_key;
   std::string_view idempotency_key_view() const noexcept {
