@@ -53,7 +53,8 @@ RuntimeCore::RuntimeCore(RuntimeOptions options)
       slots_(options_.workers),
       slot_ends_{std::make_unique<SlotEnd[]>(options_.workers)},
       worker_samples_{std::make_unique<WorkerSamples[]>(options_.workers)},
-      serial_{g_next_serial.fetch_add(1, std::memory_order_relaxed)} {
+      serial_{g_next_serial.fetch_add(1, std::memory_order_relaxed)},
+      outcome_counts_{std::make_unique<OutcomeCounts[]>(options_.workers + 1)} {
   g_live_runtimes.fetch_add(1, std::memory_order_relaxed);
   // Bulkhead kinds get their groups up front so that pop() never grows a vector under load.
   std::lock_guard lock{kinds_mu_};
@@ -170,11 +171,12 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
   if (static_cast<std::size_t>(spec.priority) >= kPriorityCount) {
     throw std::invalid_argument{"submit: priority is not one of critical, high, normal, sheddable"};
   }
-  submitted_.fetch_add(1, std::memory_order_relaxed);
+  // Every submission that got this far takes an id: ids count submissions (stats()).
+  const JobId id = next_id_.fetch_add(1, std::memory_order_relaxed);
 
   // Recycled records (see job_pool.hpp): no lock, and no cross-thread free into malloc.
   auto job = std::allocate_shared<Job>(JobAllocator<Job>{});
-  job->id = next_id_.fetch_add(1, std::memory_order_relaxed);
+  job->id = id;
   const Resolved states = resolve(spec.kind, spec.estimate_key);
   KindState& ks = *states.kind;
   EstimateState& es = *states.estimate;
@@ -340,7 +342,7 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<J
         // Before an outcome a handle can read: whoever waits for it then sees the sample in
         // the estimate. Other samples wait for a full batch or an idle worker.
         if (kept) samples.flush();
-        publish(*finished, std::move(outcome), kept);
+        publish(*finished, std::move(outcome), kept, worker);
         finished.reset();
       }
       finish_dropped(dropped_jobs);
@@ -645,9 +647,11 @@ std::vector<const Job*> RuntimeCore::overrunning(TimePoint now) const {
 
 RuntimeStats RuntimeCore::stats() const {
   RuntimeStats s;
-  s.submitted = submitted_.load(std::memory_order_relaxed);
+  s.submitted = next_id_.load(std::memory_order_relaxed) - 1;
   for (std::size_t i = 0; i < kReasonCount; ++i) {
-    s.outcomes[i] = outcomes_[i].load(std::memory_order_relaxed);
+    for (std::size_t row = 0; row <= options_.workers; ++row) {
+      s.outcomes[i] += outcome_counts_[row].by_reason[i].load(std::memory_order_relaxed);
+    }
   }
   std::lock_guard lock{mu_};
   const std::uint64_t spliced = queue_.spliced_total();
@@ -794,8 +798,9 @@ void RuntimeCore::finish_unstarted(Job& job, State state, Reason reason, CancelC
   publish(job, std::move(o));
 }
 
-void RuntimeCore::publish(Job& job, Outcome&& outcome, bool kept) {
-  outcomes_[static_cast<std::size_t>(outcome.reason)].fetch_add(1, std::memory_order_relaxed);
+void RuntimeCore::publish(Job& job, Outcome&& outcome, bool kept, std::size_t worker) {
+  OutcomeCounts& counts = outcome_counts_[std::min(worker, options_.workers)];
+  counts.by_reason[static_cast<std::size_t>(outcome.reason)].fetch_add(1, std::memory_order_relaxed);
   job.publish(std::move(outcome), kept);
 }
 

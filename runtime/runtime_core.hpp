@@ -177,8 +177,10 @@ class RuntimeCore final : public JobSource {
   // Publishes an outcome for a job that never ran. Must not hold mu_.
   void finish_unstarted(Job& job, State state, Reason reason, CancelCause cause,
                         std::string error = {});
-  // `kept`: see Job::publish.
-  void publish(Job& job, Outcome&& outcome, bool kept = true);
+  // `kept`: see Job::publish. `worker`: the publishing worker's index, whose row of counts it
+  // adds to (anyone else: the shared row).
+  void publish(Job& job, Outcome&& outcome, bool kept = true,
+               std::size_t worker = static_cast<std::size_t>(-1));
 
   const RuntimeOptions options_;
 
@@ -230,11 +232,16 @@ class RuntimeCore final : public JobSource {
   bool stop_workers_ = false;                         // guarded by mu_
   bool stop_timer_ = false;                           // guarded by mu_
 
-  // Written by submitters and by whoever publishes outcomes: apart, so they do not share a
-  // cache line.
-  alignas(64) std::atomic<JobId> next_id_{1};
-  std::atomic<std::uint64_t> submitted_{0};
-  alignas(64) std::array<std::atomic<std::uint64_t>, kReasonCount> outcomes_{};
+  // Written by submitters: apart from what workers write.
+  alignas(64) std::atomic<JobId> next_id_{1};  // less one: the submissions so far
+  // Outcomes published, by reason: a row per worker (so that workers do not take one cache
+  // line from each other for every job) and a last, shared row for everyone else. Relaxed,
+  // and added to before the outcome is published: a reader that saw an outcome (acquire) sees
+  // it counted. stats() sums the rows.
+  struct alignas(64) OutcomeCounts {
+    std::array<std::atomic<std::uint64_t>, kReasonCount> by_reason{};
+  };
+  std::unique_ptr<OutcomeCounts[]> outcome_counts_;
 
   std::size_t outside_calls_ = 0;                     // in cancel_from_outside; guarded by mu_
 
