@@ -14,9 +14,10 @@
 # What is compared: the status line (`HTTP/1.1 NNN`) and the values of "id", "state", "reason",
 # "cause", "field" and "error" that the README shows after a command must appear, in that order,
 # in what the command printed (which may say more: the README elides with `...`; timings differ
-# from run to run and are not compared). A GET (a curl without -X or -d) is asked again for up to
-# 20 s until it matches, as a person would look again at a job that has not started yet; no
-# other command is repeated.
+# from run to run and are not compared). A GET (a curl without -X or -d) or a DELETE is asked
+# again for up to 20 s until it matches, as a person would look again at a job that has not
+# started yet, or DELETE again a job whose DELETE was answered 202 cancelling because it had not
+# ended within the DELETE's wait (a loaded machine); no other command is repeated.
 set -euo pipefail
 
 sandglassd=$1 readme=$2 config=$3
@@ -93,7 +94,9 @@ check() {
     return 0
   fi
   local tries=1
-  if [[ $run == curl* && $run != *" -X "* && $run != *" -d "* ]]; then tries=100; fi
+  if [[ $run == curl* && ( $run == *" -X DELETE "* || ( $run != *" -X "* && $run != *" -d "* ) ) ]]; then
+    tries=100
+  fi
   for _ in $(seq "$tries"); do
     eval "$run" > got 2> err || true
     tokens < got > have
