@@ -40,6 +40,8 @@
 
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -52,11 +54,13 @@ namespace {
 
 // Runs sandglassd in a time namespace whose steady clock (CLOCK_MONOTONIC, CLOCK_BOOTTIME) is
 // `offset_s` seconds ahead of this machine's. unshare forks: the daemon is its child, killed
-// with it.
+// with it. Without root, a user namespace of its own gives unshare the right to make one.
 std::vector<std::string> clock_ahead_by(int offset_s) {
   const std::string offset = std::to_string(offset_s);
-  return {"/usr/bin/unshare", "--time", "--monotonic", offset, "--boottime", offset,
-          "--kill-child=SIGKILL"};
+  std::vector<std::string> launcher{"/usr/bin/unshare", "--time", "--monotonic", offset,
+                                    "--boottime", offset, "--kill-child=SIGKILL"};
+  if (::geteuid() != 0) launcher.insert(launcher.begin() + 1, {"--user", "--map-root-user"});
+  return launcher;
 }
 
 // The clock offsets (/proc/PID/timens_offsets) of the process that `parent` (unshare) started.
