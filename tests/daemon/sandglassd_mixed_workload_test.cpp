@@ -107,8 +107,8 @@ TEST_SUITE("sandglassd mixed workload") {
     const HttpAnswer hold = submit(exec_job("hold", "hold", "normal", 60'000), "exec", "normal");
     REQUIRE(hold.status == 202);
     REQUIRE(eventually([&] { return lines_of(log).size() == 5; }));  // 4 warm-ups + hold
-    for (int i = 1; i <= 4; ++i) {
-      REQUIRE(submit(exec_job("step", "n" + std::to_string(i), "normal", 60'000), "exec", "normal").status == 202);
+    for (const char* tag : {"n1", "n2", "n3", "n4"}) {
+      REQUIRE(submit(exec_job("step", tag, "normal", 60'000), "exec", "normal").status == 202);
     }
     REQUIRE(submit(exec_job("step", "s1", "sheddable", 60'000), "exec", "sheddable").status == 202);
     const HttpAnswer s2 = submit(exec_job("step", "s2", "sheddable", 60'000), "exec", "sheddable");
