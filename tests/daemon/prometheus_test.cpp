@@ -285,8 +285,7 @@ TEST_CASE("Prometheus scrapes sandglassd and its query API returns the sandglass
   REQUIRE(queued.status == 202);
   const auto id = json_of(queued).at("id").as_int64();
   REQUIRE(eventually([&] { return state_of(daemon.port(), static_cast<std::uint64_t>(id)) == "running"; }));
-  REQUIRE(http(daemon.port(), "DELETE", "/v1/jobs/" + std::to_string(id)).status == 200);
-  REQUIRE(eventually([&] { return state_of(daemon.port(), static_cast<std::uint64_t>(id)) == "cancelled"; }));
+  REQUIRE(cancel_job(daemon.port(), static_cast<std::uint64_t>(id)).at("state").as_string() == "cancelled");
   // 2 forward jobs to the dead upstream: the first fails to connect and opens the breaker, the
   // second is refused by the breaker.
   const std::string forward = R"({"kind":"forward","args":{"upstream":"down","body":{}}})";

@@ -203,7 +203,7 @@ TEST_SUITE("sandglassd faults") {
     CHECK(metric(port, "sandglass_workers_overrunning") == 0);
 
     const HttpAnswer a =
-        post_job(port, R"({"kind":"stuck"})", {{"x-request-timeout-ms", "20"}}, "?wait=false");
+        post_job(port, R"({"kind":"stuck"})", {{"x-request-timeout-ms", "300"}}, "?wait=false");
     REQUIRE(a.status == 202);
     // Its deadline cancels it, but it does not stop: 50 ms later it counts as overrunning.
     // (The gauge follows the clock; the count follows the timer thread's report a moment later.)
@@ -245,7 +245,7 @@ TEST_SUITE("sandglassd faults") {
         "[runtime]\nworkers = 2\noverrun_after_ms = 200\n");
     DaemonProcess d{{"--config", config}};
     const auto start = std::chrono::steady_clock::now();
-    const HttpAnswer a = post_job(d.port(), exec_body("stubborn"), {{"x-request-timeout-ms", "300"}},
+    const HttpAnswer a = post_job(d.port(), exec_body("stubborn"), {{"x-request-timeout-ms", "1000"}},
                                   "?wait=false");
     REQUIRE(a.status == 202);
     REQUIRE(eventually([&] { return metric(d.port(), "sandglass_workers_overrunning") == 1; }));
@@ -257,8 +257,9 @@ TEST_SUITE("sandglassd faults") {
     CHECK(r.at("cause").as_string() == "deadline");
     const object result = r.at("result").as_object();
     CHECK(result.at("signal").as_int64() == SIGKILL);
-    CHECK(timing(r, "run_ms") >= 300 + 1500 - 50);  // SIGTERM at the deadline, SIGKILL 1.5 s on
-    CHECK(took < 10s);
+    CHECK(timing(r, "run_ms") >= 1500);  // SIGKILL no earlier than the grace after SIGTERM
+    // About 2.5 s (the budget, then the grace); the bound only catches a kill that never came.
+    CHECK(took < 30s);
     CHECK(process_gone(pids_in(std::string{result.at("stdout").as_string()}).at(0)));
     CHECK(metric(d.port(), "sandglass_workers_overrunning") == 0);
     CHECK(metric(d.port(), R"(sandglass_overruns_total{kind="exec"})") == 1);
@@ -283,22 +284,24 @@ TEST_SUITE("sandglassd faults") {
     CHECK(a.status == 504);
     const object r = json_of(a);
     CHECK(r.at("cause").as_string() == "deadline");
-    CHECK(timing(r, "run_ms") < 5000);  // the escaped sleep's open pipe did not hold the job
+    // The escaped sleep keeps the pipe open for 30 s; a job that waited for it would end then.
+    // The job ends soon after its 500 ms budget, so the bound only catches that wait.
+    CHECK(timing(r, "run_ms") < 20000);
     const std::vector<pid_t> pids = pids_in(std::string{r.at("result").as_object().at("stdout").as_string()});
     REQUIRE(pids.size() == 4);
     const pid_t in_group = pids[0];
     const pid_t sub_shell = pids[1];
     const pid_t escaped = pids[2];
     const pid_t command = pids[3];
-    CHECK(eventually([&] { return process_gone(in_group); }, 5s));
-    CHECK(eventually([&] { return process_gone(sub_shell); }, 5s));
+    CHECK(eventually([&] { return process_gone(in_group); }));
+    CHECK(eventually([&] { return process_gone(sub_shell); }));
     CHECK(process_gone(command));
     // setsid moved it out of the group: documented as escaping (systemd's KillMode=control-group
     // catches it when the service stops).
     CHECK_FALSE(process_gone(escaped));
     ::kill(escaped, SIGKILL);
     INFO("the escaped process: " << proc_state(escaped));
-    CHECK(eventually([&] { return process_gone(escaped); }, 5s));
+    CHECK(eventually([&] { return process_gone(escaped); }));
     CHECK(post_job(d.port(), R"({"kind":"sleep","args":{"ms":1}})").status == 200);
   }
 
@@ -327,7 +330,6 @@ TEST_SUITE("sandglassd faults") {
       CHECK(a.status == 504);
       const object r = json_of(a);
       CHECK(r.at("cause").as_string() == "deadline");
-      CHECK(timing(r, "run_ms") < 5000);
       const object result = r.at("result").as_object();
       CHECK(result.at("signal").as_int64() == SIGTERM);
       CHECK(result.at("stdout").as_string().size() == (1u << 20));

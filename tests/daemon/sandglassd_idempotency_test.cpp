@@ -92,25 +92,21 @@ TEST_SUITE("sandglassd commit points") {
             doctest::timeout(60)) {
     DaemonProcess d;
     const std::string body =
-        R"({"kind":"sleep","args":{"ms":400,"commit_at_ms":50},"idempotency_key":"transfer-9"})";
+        R"({"kind":"sleep","args":{"ms":3000,"commit_at_ms":50},"idempotency_key":"transfer-9"})";
     Connection c{d.port()};
     c.send(request_bytes("POST", "/v1/jobs", body));
     REQUIRE(eventually([&] { return state_of(d.port(), 1) == "running"; }));
     REQUIRE(eventually([&] {
-      // Past the commit point once 50 ms of its run have gone.
+      // Past the commit point (50 ms into its run) once a second of its run has gone: margin
+      // for a worker that a loaded machine does not schedule at once.
       const object r = json_of(http(d.port(), "GET", "/v1/jobs/1"));
-      return r.at("timings").as_object().at("run_ms").as_int64() > 80;
+      return r.at("timings").as_object().at("run_ms").as_int64() > 1000;
     }));
-    // Past its commit point it runs on: the DELETE answers 202 cancelling after 100 ms.
+    // Past its commit point it runs on for 2 s more: the DELETE answers 202 cancelling after
+    // its 100 ms wait.
     CHECK(http(d.port(), "DELETE", "/v1/jobs/1").status == 202);
     const auto a = c.read_answer();
-    REQUIRE(a.has_value());
-    CHECK(a->status == 200);
-    const object r = json_of(*a);
-    CHECK(r.at("state").as_string() == "completed");
-    CHECK(r.at("reason").as_string() == "completed_after_cancel");
-    CHECK(r.at("cause").as_string() == "caller");
-    CHECK(r.at("result").as_object().at("committed").as_bool());
+    completed_after_caller_cancel(a);
     // Reconciliation: asking again with the key returns the durable result.
     const HttpAnswer again = post_job(d.port(), body);
     CHECK(again.status == 200);

@@ -65,7 +65,8 @@ TEST_SUITE("sandglassd intake") {
     DaemonProcess d;
     Connection c{d.port()};
     c.send(job_head(100, kQuickJob.size()));
-    let_time_pass(300ms);
+    // Ten times the budget: spent however late a loaded daemon reads the first byte.
+    let_time_pass(1000ms);
     c.send("\r\n" + std::string{kQuickJob});
     const auto a = c.read_answer(10s);
     REQUIRE(a.has_value());
@@ -87,14 +88,13 @@ TEST_SUITE("sandglassd intake") {
     DaemonProcess d{{"--reserve-ms", "20"}};
     Connection c{d.port()};
     c.send(job_head(200, kQuickJob.size()) + "\r\n" + std::string{kQuickJob.substr(0, 5)});
-    // The rest never comes: the answer arrives when the budget is spent, long before the
-    // 10 s read_timeout would close the connection.
-    const auto a = c.read_answer(8s);
+    // The rest never comes: the answer is the budget's 504. Had the daemon waited for the body
+    // instead, its 10 s read_timeout would have closed the connection with no answer.
+    const auto a = c.read_answer();
     REQUIRE(a.has_value());
     CHECK(a->status == 504);
     CHECK(json_of(*a).at("reason").as_string() == "budget_too_small");
     CHECK(timing(json_of(*a), "intake_ms") >= 200 - 20 - 1);  // budget - reserve - min_useful
-    CHECK(timing(json_of(*a), "intake_ms") < 8000);
     CHECK(jobs_submitted(d.port()) == -1);
     // Another request on a fresh connection is served.
     CHECK(post_job(d.port(), std::string{kQuickJob}).status == 200);
@@ -106,14 +106,14 @@ TEST_SUITE("sandglassd intake") {
     Connection c{d.port()};
     const std::string job = R"({"kind":"sleep","args":{"ms":0}})";
     c.send(job_head(1000, job.size()));
-    let_time_pass(100ms);
+    let_time_pass(300ms);
     c.send("\r\n" + job);
     const auto a = c.read_answer(10s);
     REQUIRE(a.has_value());
     REQUIRE(a->status == 200);
     const auto body = json_of(*a);
     CHECK(timing(body, "budget_ms") == 1000);
-    // The 100 ms the body took to follow, less however late the daemon read the first byte.
+    // The 300 ms the body took to follow, less however late the daemon read the first byte.
     CHECK(timing(body, "intake_ms") >= 50);
     // From the first byte to the deadline is the budget less the reserve, to the rounding of
     // four whole-millisecond values.

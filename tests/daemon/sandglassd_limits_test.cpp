@@ -83,7 +83,7 @@ HttpAnswer check_answered_then_closed(Connection& c, int status) {
   CHECK(a->status == status);
   CHECK(a->header("connection") == "close");
   CHECK(!c.read_answer(kPatience).has_value());
-  CHECK(c.closed_by_server(1s));
+  CHECK(c.closed_by_server(kPatience));
   return *a;
 }
 
@@ -287,7 +287,7 @@ TEST_SUITE("sandglassd limits") {
     }
     for (int i = 0; i < 2; ++i) {
       Connection extra{d.port()};
-      CHECK(extra.closed_by_server(1s));
+      CHECK(extra.closed_by_server(kPatience));  // closed unanswered; the bound catches a hang
     }
     for (auto& c : held) {  // the first four still work
       c->send(request_bytes("GET", "/healthz"));
@@ -382,7 +382,7 @@ TEST_SUITE("sandglassd limits") {
     CHECK(a->body == R"({"status":"ok"})");
     CHECK(a->header("connection") == "close");
     CHECK(!c.read_answer(kPatience).has_value());
-    CHECK(c.closed_by_server(1s));
+    CHECK(c.closed_by_server(kPatience));
     CHECK(serving(d.port()));
   }
 
@@ -407,7 +407,8 @@ TEST_SUITE("sandglassd limits") {
     c.send(request_bytes("DELETE", origin + "/v1/jobs/2"));
     const auto cancelled = c.read_answer(kPatience);
     REQUIRE(cancelled.has_value());
-    CHECK(cancelled->status == 200);
+    // 200 when the job ended within the DELETE's short wait, 202 cancelling when not yet: timing.
+    CHECK((cancelled->status == 200 || cancelled->status == 202));
     CHECK(json_of(*cancelled).at("id").to_number<std::uint64_t>() == 2);
     CHECK(eventually([&] { return state_of(d.port(), 2) == "cancelled"; }));
     c.send(request_bytes("GET", origin + "/healthz"));
@@ -434,7 +435,7 @@ TEST_SUITE("sandglassd limits") {
     SUBCASE("token characters that never end a line are closed after read_timeout") {
       c.send("GARBAGEWITHOUTANEND");
       CHECK(!c.read_answer(kPatience).has_value());
-      CHECK(c.closed_by_server(1s));
+      CHECK(c.closed_by_server(kPatience));
     }
     CHECK(serving(d.port()));
   }

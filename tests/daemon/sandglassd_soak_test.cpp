@@ -242,6 +242,7 @@ TEST_CASE("under 10x overload and a SIGTERM in the middle of it every accepted j
   INFO("log: ", log);
   REQUIRE(code.has_value());
   CHECK(*code == 0);
+  // A generous bound (kMargin is 20 s): it only catches a drain that does not end.
   CHECK(exit_after < kDrainTimeout + kAnswersGrace + kMargin);
 
   const std::optional<Counts> stopped = counts_from_drain_summary(log);

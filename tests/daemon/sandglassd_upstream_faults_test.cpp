@@ -195,8 +195,10 @@ TEST_SUITE("sandglassd upstream faults") {
     const HttpAnswer a = post_job(d->port(), kForward, {{"x-request-timeout-ms", "400"}});
     const auto took = Clock::now() - start;
     CHECK(a.status == 504);
-    CHECK(took < 400ms + 2s);
-    CHECK(up.wait_closed(1, 5s));
+    // The upstream would hold the call for 30 s; the budget ends it after 400 ms. The bound only
+    // catches a call that waited for the upstream.
+    CHECK(took < 20s);
+    CHECK(up.wait_closed(1, 20s));
     CHECK(up.accepted() == 1);
     // The attempt's own timeout and the job's deadline fall on the same instant: either ends it.
     CHECK(count(d->port(), R"(sandglass_upstream_attempts_total{result="timeout_response",upstream="next"})") +
@@ -219,10 +221,12 @@ TEST_SUITE("sandglassd upstream faults") {
     CHECK(r.at("result").as_object().at("attempts").as_int64() == 2);
     CHECK(r.at("result").as_object().at("phase").as_string() == "response");
     CHECK(took >= 2 * 200ms);
-    CHECK(took < 5s);
-    CHECK(up.wait_closed(2, 5s));
+    // A failure after two attempts (not the budget's 504) says each attempt ended at its cap.
+    // The upstream would hold a socket the daemon did not close for 30 s: the bound only
+    // catches that.
+    CHECK(up.wait_closed(2, 20s));
     CHECK(up.accepted() == 2);
-    CHECK(up.longest_open() < 2s);
+    CHECK(up.longest_open() < 20s);
     CHECK(attempts(d->port(), "timeout_response") == 2);
     CHECK(metric(d->port(), R"(sandglass_upstream_retries_total{upstream="next"})") == 1);
     CHECK(metric(d->port(), R"(sandglass_upstream_calls_total{reason="attempts_exhausted",upstream="next"})") == 1);
@@ -257,9 +261,11 @@ TEST_SUITE("sandglassd upstream faults") {
     const HttpAnswer a = post_job(d->port(), kForward, {{"x-request-timeout-ms", "500"}});
     const auto took = Clock::now() - start;
     CHECK(a.status == 504);
-    CHECK(took < 500ms + 2s);
-    CHECK(up.wait_closed(1, 5s));
-    CHECK(up.longest_open() < 3s);
+    // The whole answer would take over half an hour, a byte every 20 ms; the budget ends it
+    // after 500 ms. The bounds only catch a call or a socket that waited for the upstream.
+    CHECK(took < 20s);
+    CHECK(up.wait_closed(1, 20s));
+    CHECK(up.longest_open() < 20s);
     CHECK(count(d->port(), R"(sandglass_upstream_attempts_total{result="timeout_response",upstream="next"})") +
               count(d->port(), R"(sandglass_upstream_attempts_total{result="cancelled",upstream="next"})") ==
           1);
@@ -275,8 +281,8 @@ TEST_SUITE("sandglassd upstream faults") {
     CHECK(a.status == 500);
     CHECK(json_of(a).at("result").as_object().at("phase").as_string() == "response");
     CHECK(took >= 300ms);
-    CHECK(took < 300ms + 2s);
-    CHECK(up.wait_closed(1, 5s));
+    // A failure in the response phase, not the budget's 504 after 10 s, says the cap ended it.
+    CHECK(up.wait_closed(1, 20s));
     CHECK(attempts(d->port(), "timeout_response") == 1);
   }
 }

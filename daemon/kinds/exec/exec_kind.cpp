@@ -17,6 +17,7 @@
 // U+FFFD, so the result is always valid JSON text (the JSON string may therefore be longer than
 // the limit, and a character cut by the limit shows as U+FFFD).
 #include "daemon/kinds/builtin_kinds.hpp"
+#include "daemon/kinds/configured_estimate_key.hpp"
 #include "daemon/kinds/exec/child_process.hpp"
 
 #include <sandglass/cancel.hpp>
@@ -157,11 +158,8 @@ JobKind make_exec_kind(std::map<std::string, CommandConfig, std::less<>> command
   },
           // One estimate per configured command: a slow command must not make a fast one look
           // implausible. The name is the config's, so the keys are bounded by it.
-          .estimate_key = [shared](const boost::json::object& args) -> std::string {
-            const boost::json::value* v = args.if_contains("command");
-            if (v == nullptr || !v->is_string()) return {};
-            const auto it = shared->find(std::string_view{v->get_string()});
-            return it == shared->end() ? std::string{} : "exec:" + it->first;
+          .estimate_key = [shared](const boost::json::object& args) {
+            return configured_estimate_key(args, "command", *shared, "exec");
           }};
 }
 

@@ -3,6 +3,7 @@
 // each attempt, retrying transient failures inside the same budget, behind a breaker per
 // upstream. Result: {"status", "body" (JSON when the answer is JSON), "attempts"}.
 #include "daemon/kinds/builtin_kinds.hpp"
+#include "daemon/kinds/configured_estimate_key.hpp"
 #include "daemon/kinds/forward/http_call.hpp"
 #include "daemon/kinds/forward/upstream_metrics.hpp"
 
@@ -161,11 +162,8 @@ JobKind make_forward_kind(const DaemonConfig& config) {
   },
           .metrics = [upstreams, metrics] { return metrics->render(); },
           // One estimate per configured upstream (names from the config: bounded).
-          .estimate_key = [upstreams](const boost::json::object& args) -> std::string {
-            const boost::json::value* v = args.if_contains("upstream");
-            if (v == nullptr || !v->is_string()) return {};
-            const auto it = upstreams->find(std::string_view{v->get_string()});
-            return it == upstreams->end() ? std::string{} : "forward:" + it->first;
+          .estimate_key = [upstreams](const boost::json::object& args) {
+            return configured_estimate_key(args, "upstream", *upstreams, "forward");
           }};
 }
 

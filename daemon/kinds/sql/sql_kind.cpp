@@ -32,6 +32,7 @@
 //     lost (for COMMIT: whether it committed is unknown)
 //   - an error of the statement: failed, with the server's message and "sqlstate"
 #include "daemon/kinds/builtin_kinds.hpp"
+#include "daemon/kinds/configured_estimate_key.hpp"
 #include "daemon/kinds/sql/sql_connection.hpp"
 #include "daemon/kinds/sql/sql_metrics.hpp"
 #include "daemon/kinds/sql/sql_pool.hpp"
@@ -287,11 +288,8 @@ JobKind make_sql_kind(const DaemonConfig& config) {
           },
           .metrics = [kind] { return kind->metrics.render(); },
           // One estimate per configured query (names from the config: bounded).
-          .estimate_key = [kind](const boost::json::object& args) -> std::string {
-            const boost::json::value* v = args.if_contains("query");
-            if (v == nullptr || !v->is_string()) return {};
-            const auto it = kind->queries.find(std::string_view{v->get_string()});
-            return it == kind->queries.end() ? std::string{} : "sql:" + it->first;
+          .estimate_key = [kind](const boost::json::object& args) {
+            return configured_estimate_key(args, "query", kind->queries, "sql");
           }};
 }
 

@@ -93,8 +93,7 @@ TEST_SUITE("sandglassd listing and stats") {
     const std::uint64_t cancelled =
         id_of(post_job(d.port(), R"({"kind":"sleep","args":{"ms":60000}})", {}, "?wait=false"));
     REQUIRE(eventually([&] { return state_of(d.port(), cancelled) == "running"; }));
-    REQUIRE(http(d.port(), "DELETE", "/v1/jobs/" + std::to_string(cancelled)).status == 200);
-    REQUIRE(eventually([&] { return state_of(d.port(), cancelled) == "cancelled"; }));
+    REQUIRE(cancel_job(d.port(), cancelled).at("state").as_string() == "cancelled");
     const std::uint64_t running = id_of(post_job(
         d.port(), R"({"kind":"sleep","args":{"ms":60000},"timeout_ms":120000})", {}, "?wait=false"));
     REQUIRE(eventually([&] { return state_of(d.port(), running) == "running"; }));
@@ -163,8 +162,7 @@ TEST_SUITE("sandglassd listing and stats") {
     const std::uint64_t cancelled =
         id_of(post_job(d.port(), R"({"kind":"sleep","args":{"ms":60000}})", {}, "?wait=false"));
     REQUIRE(eventually([&] { return state_of(d.port(), cancelled) == "running"; }));
-    REQUIRE(http(d.port(), "DELETE", "/v1/jobs/" + std::to_string(cancelled)).status == 200);
-    REQUIRE(eventually([&] { return state_of(d.port(), cancelled) == "cancelled"; }));
+    REQUIRE(cancel_job(d.port(), cancelled).at("state").as_string() == "cancelled");
     const std::uint64_t running = id_of(
         post_job(d.port(), R"({"kind":"spin","args":{"ms":60000},"timeout_ms":120000})", {}, "?wait=false"));
     REQUIRE(eventually([&] { return state_of(d.port(), running) == "running"; }));
@@ -224,7 +222,7 @@ TEST_SUITE("sandglassd listing and stats") {
     CHECK(at_path(s, {"estimates", "sleep", "tail_ms"}) >= at_path(s, {"estimates", "sleep", "mean_ms"}));
     CHECK(s.at("breakers").is_object());
     CHECK(s.at("sql_pools").is_object());
-    REQUIRE(http(d.port(), "DELETE", "/v1/jobs/" + std::to_string(running)).status == 200);
+    CHECK(cancel_job(d.port(), running).at("state").as_string() == "cancelled");
   }
 
   TEST_CASE("with a token configured the listing and stats need it and the page does not" *
