@@ -173,7 +173,9 @@ void ClusterNode::Impl::run_claimed(Claimed job) {
   }
   {
     std::lock_guard lock{held_mu_};
-    held_jobs_[id] = Held{.attempt = attempt, .claimed_at = Clock::now()};
+    // A cancel whose NOTIFY came between the claim's commit and this line (cancel_local).
+    const bool cancelled_early = early_cancels_.erase(id) > 0;
+    held_jobs_[id] = Held{.attempt = attempt, .cancel_pending = cancelled_early, .claimed_at = Clock::now()};
   }
   JobHandler wrapped = [this, id, inner = std::move(handler)](JobContext& ctx) mutable {
     set_context(id, &ctx);
@@ -209,7 +211,19 @@ void ClusterNode::Impl::cancel_local(JobId id) {
   {
     std::lock_guard lock{held_mu_};
     const auto it = held_jobs_.find(id);
-    if (it == held_jobs_.end()) return;
+    if (it == held_jobs_.end()) {
+      // Ours (the NOTIFY named this owner) but not started yet: the claim's statement has
+      // committed (DELETE saw the row running) and its thread has not reached run_claimed, or
+      // the job ended already. Remembered for run_claimed; the oldest are forgotten.
+      if (early_cancels_.insert(id).second) {
+        early_order_.push_back(id);
+        if (early_order_.size() > kEarlyCancels) {
+          early_cancels_.erase(early_order_.front());
+          early_order_.pop_front();
+        }
+      }
+      return;
+    }
     if (!it->second.handle) {
       it->second.cancel_pending = true;
       return;

@@ -44,6 +44,7 @@ inline constexpr std::chrono::milliseconds kReconnectBackoff{200};  // between a
 inline constexpr std::size_t kFinishBatch = 512;      // most outcomes one statement writes
 inline constexpr std::size_t kSubmitBatch = 128;      // most submissions one statement inserts
 inline constexpr std::size_t kRecentOutcomes = 8192;  // outcome ids remembered for late waiters
+inline constexpr std::size_t kEarlyCancels = 1024;    // cancels remembered for jobs not yet started
 
 class ClusterNode::Impl {
  public:
@@ -234,6 +235,8 @@ class ClusterNode::Impl {
 
   std::mutex held_mu_;
   std::unordered_map<JobId, Held> held_jobs_;  // guarded by held_mu_
+  std::unordered_set<JobId> early_cancels_;    // guarded by held_mu_: see cancel_local
+  std::deque<JobId> early_order_;              // guarded by held_mu_: early_cancels_, oldest first
 
   std::mutex lag_mu_;
   std::unordered_map<JobId, TimePoint> finish_sent_;  // guarded by lag_mu_

@@ -228,6 +228,22 @@ TEST_CASE("DELETE on one node cancels the job where it runs, cause caller" * doc
   CHECK(text(o, "node") == ClusterFixture::name_of(runner));
 }
 
+TEST_CASE("a DELETE that reaches the node before it has started the job it claimed still cancels it" *
+          doctest::timeout(180)) {
+  ClusterFixture c;
+  DaemonProcess& n = c.node({"sleep"});
+  // With a free worker and nothing queued, the node claims each job at insert and answers 202
+  // before it starts the job; the DELETE follows at once, often before the start.
+  for (int i = 0; i < 20; ++i) {
+    const std::uint64_t id = submit_later(n.port(), R"({"kind":"sleep","args":{"ms":30000},"timeout_ms":60000})");
+    http(n.port(), "DELETE", "/v1/jobs/" + std::to_string(id));
+    REQUIRE(eventually([&] { return text(record(n.port(), id), "state") == "cancelled"; }));
+    const auto o = record(n.port(), id);
+    CHECK(text(o, "cause") == "caller");
+    CHECK(text(o, "node") == ClusterFixture::name_of(n));
+  }
+}
+
 TEST_CASE("a waiting client that disconnects cancels its job on the node that runs it" *
           doctest::timeout(120)) {
   ClusterFixture c;
