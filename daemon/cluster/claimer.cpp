@@ -29,11 +29,14 @@ std::size_t ClusterNode::Impl::reserve_workers(std::size_t most) noexcept {
   }
 }
 
-void ClusterNode::Impl::release_workers(std::size_t n) noexcept {
+void ClusterNode::Impl::release_workers(std::size_t n, bool for_claimer) noexcept {
   if (n == 0) return;
   {
     std::lock_guard lock{claim_mu_};  // the claimer's wait reads held_ under it: no lost wake-up
     held_.fetch_sub(n, std::memory_order_relaxed);
+    // A claim that found too few jobs does not ask again (the queue had no more); workers an
+    // insert held back may have been free while the claimer looked, so it looks again.
+    if (for_claimer) claim_wanted_ = true;
   }
   claim_cv_.notify_all();
 }
@@ -102,7 +105,7 @@ bool ClusterNode::Impl::exchange(PgSession& db, const std::vector<Finish>& outco
   struct Unreserve {  // gives back the workers no job took, also when the statement throws
     Impl* self;
     std::size_t n;
-    ~Unreserve() { self->release_workers(n); }
+    ~Unreserve() { self->release_workers(n, /*for_claimer=*/false); }
   } unreserve{this, limit};
   const OutcomeArrays o = outcome_arrays(outcomes);
   const std::vector<std::int64_t> tails = limit > 0 ? served_tails() : std::vector<std::int64_t>{};

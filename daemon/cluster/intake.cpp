@@ -179,7 +179,7 @@ void ClusterNode::Impl::insert(PgSession& db, std::vector<Pending>& batch) {
   struct Unreserve {  // gives back the workers no job took, also when the statement throws
     Impl* self;
     std::size_t n;
-    ~Unreserve() { self->release_workers(n); }
+    ~Unreserve() { self->release_workers(n, /*for_claimer=*/true); }
   } unreserve{this, reserved};
   const TimePoint asked = Clock::now();
   const PgRows rows = db.exec(

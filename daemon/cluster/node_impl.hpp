@@ -161,7 +161,9 @@ class ClusterNode::Impl {
   bool exchange(PgSession& db, const std::vector<Finish>& outcomes, std::size_t limit);
   // Reserves up to `most` free workers for jobs about to be claimed; returns how many.
   std::size_t reserve_workers(std::size_t most) noexcept;
-  void release_workers(std::size_t n) noexcept;
+  // Gives back reserved workers no job took. `for_claimer`: they were held back from the
+  // claimer (an insert that claimed fewer than it reserved), so it is asked to claim.
+  void release_workers(std::size_t n, bool for_claimer) noexcept;
   // Starts a claimed job on a worker reserved for it.
   void run_claimed(Claimed job);
   void set_context(JobId id, JobContext* ctx);
