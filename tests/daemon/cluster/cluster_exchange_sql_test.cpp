@@ -41,7 +41,7 @@ std::string job_states(const MigratedDb& db) {
 TEST_SUITE("cluster") {
 
 TEST_CASE("outcomes and a claim in one statement: only the current owner's outcomes are written, "
-          "and the claim keeps its rule" * doctest::timeout(60)) {
+          "and the claim keeps its rule" * doctest::timeout(120)) {
   MigratedDb db;
   db.pg.execute(
       "INSERT INTO sandglass_jobs (id, kind, args, priority, budget_us, work_us, deadline, state, owner, "
@@ -89,8 +89,9 @@ TEST_CASE("outcomes and a claim in one statement: only the current owner's outco
   }
 }
 
+// Each SUBCASE runs the case again from the top: a PostgreSQL and a migration each.
 TEST_CASE("a claim at insert takes only jobs ahead of every queued job the node serves, within its "
-          "limit, and never counts them as queued" * doctest::timeout(60)) {
+          "limit, and never counts them as queued" * doctest::timeout(240)) {
   MigratedDb db;
   // The queue's head for sleep: class 2, 50 s left (the spin job ahead of it is not served).
   db.pg.execute(
