@@ -8,28 +8,35 @@
 //
 // Where the rules live (DESIGN.md, "Cluster mode"). The SQL is in migrations/: 001_queue.sql
 // defined each function, 003_batched.sql replaced sandglass_submit_many, sandglass_claim,
-// sandglass_finish and sandglass_heartbeat with batched forms of the same rules.
+// sandglass_finish and sandglass_heartbeat with batched forms of the same rules, and
+// 004_exchange.sql added sandglass_finish_claim (outcomes and the next claim in one statement)
+// and sandglass_submit_claim (admission, with claims at insert), and plans them once per session.
 // - The clock: the database's. A deadline is written as clock_timestamp() + the budget left at
-//   insert (sandglass_submit_many); every "is it too late" is decided in SQL by that clock
-//   (sandglass_claim, sandglass_sweep). A node only receives "remaining_us" at claim and turns
-//   it into its own steady-clock Deadline (`claim_once`), so machine clocks never matter.
-// - The claim rule: sandglass_claim — at most the node's free workers (workers − jobs it holds,
-//   `claim_once`), class then deadline, SKIP LOCKED, retiring head rows that can no longer
-//   finish. While some workers are busy the claimer waits up to 1 ms for a group of them to
-//   free up (`claimer_loop`), so that one claim serves several jobs.
-// - Fencing: sandglass_finish writes a batch of outcomes, each only WHERE its id, attempt and
-//   owner match a running job; the others are stale outcomes, discarded and counted
-//   (`write_outcomes`). Waiters learn of a batch by NOTIFYs of many lines each.
+//   insert (sandglass_submit_claim); every "is it too late" is decided in SQL by that clock
+//   (sandglass_claim, sandglass_sweep). A node only receives "remaining_us" at a claim and turns
+//   it into its own steady-clock Deadline (claimer.cpp, intake.cpp), so machine clocks never
+//   matter.
+// - The claim rule: sandglass_claim — at most the node's free workers (reserved before the
+//   statement, `reserve_workers`), class then deadline, SKIP LOCKED, retiring head rows that can
+//   no longer finish. A claim at insert (sandglass_submit_claim) takes only jobs that come
+//   before every queued job the node serves, within the workers it reserved: what a claim right
+//   after the insert would take. While some workers are busy the claimer waits up to 1 ms for
+//   a group of them to free up (`claimer_loop`), so that one statement serves several jobs.
+// - Fencing: sandglass_finish (called by sandglass_finish_claim) writes a batch of outcomes,
+//   each only WHERE its id, attempt and owner match a running job; the others are stale
+//   outcomes, discarded and counted (outcome_writer.cpp). Waiters learn of a batch by NOTIFYs
+//   of many lines each.
 // - Commit points: a handler's `commit()` is seen by polling `JobContext::committed()` every
-//   5 ms and written at once (`heartbeat_loop`); a lost node's job whose commit reached the
+//   5 ms and written at once (heartbeat.cpp); a lost node's job whose commit reached the
 //   database is never queued again (node_lost instead). A node killed within those few
 //   milliseconds after a commit may have that job run again: the one window left open.
 //
-// Threads: two intake threads (submissions, reads, cancels; each its own connection), a claimer,
-// a finisher (outcomes, batched), a listener (LISTEN sandglass_outcome, sandglass_cancel,
-// sandglass_queued; answers waiters, cancels local jobs, wakes the claimer) and a heartbeat
-// thread (heartbeat, commit points, sweep of lost nodes, retiring expired heads). Each reconnects
-// on its own after a lost connection; /readyz says 503 while the heartbeat cannot reach the DB.
+// Threads (node_impl.hpp names the file of each): two intake threads (submissions, reads,
+// cancels; each its own connection), a claimer (outcomes and claims, one statement per round
+// trip), a listener (LISTEN sandglass_outcome, sandglass_cancel, sandglass_queued; answers
+// waiters, cancels local jobs, wakes the claimer) and a heartbeat thread (heartbeat, commit
+// points, sweep of lost nodes, retiring expired heads). Each reconnects on its own after a lost
+// connection; /readyz says 503 while the heartbeat cannot reach the DB.
 //
 // Thread safety: `submit`, `job_record`, `cancel`, `metrics_text` and `ready` may be called from
 // any thread; `start`, `stop_claiming` and `stop` from one thread, in that order.

@@ -81,11 +81,11 @@ PgSession PgSession::open(const std::string& conninfo) {
     throw PgError{"cannot connect to the cluster database at " + server + ": " + why};
   }
   PQsetNoticeProcessor(conn, [](void*, const char*) {}, nullptr);  // NOTICEs are not ours to log
-  PgSession session{conn, std::move(server)};
-  // Losing a commit here only means a job runs again or a claim is taken back: not worth a
-  // WAL flush per statement.
-  session.exec("SET synchronous_commit = off");
-  return session;
+  // The server's synchronous_commit holds (durable by default). Turning it off was not
+  // harmless: a database crash could lose an outcome already answered to its waiter (the job
+  // then runs again), a written commit point (a committed job could run twice) or an admitted
+  // job whose id was answered. An operator who accepts that sets it for the role (README).
+  return PgSession{conn, std::move(server)};
 }
 
 void PgSession::fail(std::string_view what) {

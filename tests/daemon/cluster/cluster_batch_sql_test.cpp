@@ -2,6 +2,7 @@
 // on a real PostgreSQL migrated by `sandglassd --migrate`: the batch keeps each job's rule
 // (admission order, the claim rule, fencing), job by job.
 #include "cluster/cluster_fixture.hpp"
+#include "cluster/migrated_db.hpp"
 
 #include <doctest/doctest.h>
 
@@ -11,19 +12,6 @@ using namespace sandglass::testing;
 using namespace std::chrono_literals;
 
 namespace {
-
-// A migrated database with one live node row ("n1": `workers` workers, queue `capacity`).
-struct MigratedDb {
-  explicit MigratedDb(int workers = 2, int capacity = 100) {
-    const std::string path = write_temp_file("cluster.toml", "[cluster]\nconninfo = \"" + pg.conninfo() + "\"\n");
-    const RunResult r = run_sandglassd({"--config", path, "--migrate"});
-    REQUIRE(r.exit_code == 0);
-    pg.execute(fmt::format("INSERT INTO sandglass_nodes (owner, node, workers, capacity) "
-                           "VALUES ('n1/1', 'n1', {}, {})", workers, capacity));
-  }
-  std::vector<std::vector<std::string>> rows(const std::string& sql) const { return pg.query(sql); }
-  PostgresServer pg;
-};
 
 // The verdicts of one sandglass_submit_many call, in the order given: "verdict" or
 // "verdict:ID".

@@ -228,6 +228,28 @@ TEST_CASE("DELETE on one node cancels the job where it runs, cause caller" * doc
   CHECK(text(o, "node") == ClusterFixture::name_of(runner));
 }
 
+TEST_CASE("a DELETE that reaches the node before it has started the job it claimed still cancels it" *
+          doctest::timeout(180)) {
+  ClusterFixture c;
+  DaemonProcess& n = c.node({"sleep"});
+  // With a free worker and nothing queued, the node claims each job at insert and answers 202
+  // before it starts the job; the DELETE follows at once, often before the start.
+  for (int i = 0; i < 20; ++i) {
+    const std::uint64_t id = submit_later(n.port(), R"({"kind":"sleep","args":{"ms":30000},"timeout_ms":60000})");
+    http(n.port(), "DELETE", "/v1/jobs/" + std::to_string(id));
+    REQUIRE(eventually([&] { return text(record(n.port(), id), "state") == "cancelled"; }));
+    const auto o = record(n.port(), id);
+    CHECK(text(o, "cause") == "caller");
+    // Mostly claimed at insert and cancelled running; queued when the claimer held the free
+    // worker at that moment (then the DELETE ends it in the queue).
+    if (text(o, "reason") == "cancelled_while_running") {
+      CHECK(text(o, "node") == ClusterFixture::name_of(n));
+    } else {
+      CHECK(text(o, "reason") == "cancelled_in_queue");
+    }
+  }
+}
+
 TEST_CASE("a waiting client that disconnects cancels its job on the node that runs it" *
           doctest::timeout(120)) {
   ClusterFixture c;
@@ -371,14 +393,15 @@ TEST_CASE("--migrate applies the schema once; a database migrated by a newer san
   const std::string path = write_temp_file("cluster.toml", "[cluster]\nconninfo = \"" + pg.conninfo() + "\"\n");
   const RunResult first = run_sandglassd({"--config", path, "--migrate"});
   CHECK(first.exit_code == 0);
-  CHECK(first.out.find("schema migrated from version 0 to 3 (001_queue.sql, 002_submit_many.sql, 003_batched.sql)") != std::string::npos);
+  CHECK(first.out.find("schema migrated from version 0 to 4 (001_queue.sql, 002_submit_many.sql, 003_batched.sql, "
+                         "004_exchange.sql)") != std::string::npos);
   const RunResult again = run_sandglassd({"--config", path, "--migrate"});
   CHECK(again.exit_code == 0);
-  CHECK(again.out.find("schema is up to date (version 3)") != std::string::npos);
+  CHECK(again.out.find("schema is up to date (version 4)") != std::string::npos);
   pg.execute("INSERT INTO sandglass_schema_migrations (version, name) VALUES (999, '999_future.sql')");
   const RunResult newer = run_sandglassd({"--config", path, "--listen", "127.0.0.1:0"});
   CHECK(newer.exit_code == 1);
-  CHECK(newer.err.find("its schema is version 999, newer than this sandglassd knows (3)") != std::string::npos);
+  CHECK(newer.err.find("its schema is version 999, newer than this sandglassd knows (4)") != std::string::npos);
 }
 
 }  // TEST_SUITE

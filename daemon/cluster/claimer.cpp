@@ -1,0 +1,239 @@
+// The claimer thread of a cluster node (node_impl.hpp). One statement per round trip
+// (sandglass_finish_claim) writes the outcomes that are ready and claims as many jobs as this
+// node has free workers, so that a worker's outcome and its next job share a round trip; the
+// claimed jobs are started here. After stop_claiming it only writes outcomes.
+#include "daemon/cluster/job_rows.hpp"
+#include "daemon/cluster/node_impl.hpp"
+
+#include <boost/json/parse.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace sandglass::daemon::cluster {
+
+void ClusterNode::Impl::wake_claimer() {
+  {
+    std::lock_guard lock{claim_mu_};
+    claim_wanted_ = true;
+  }
+  claim_cv_.notify_all();  // the claimer, and stop() waiting for the outcomes
+}
+
+std::size_t ClusterNode::Impl::reserve_workers(std::size_t most) noexcept {
+  std::size_t held = held_.load(std::memory_order_relaxed);
+  while (true) {
+    if (held >= workers_ || most == 0) return 0;
+    const std::size_t n = std::min(most, workers_ - held);
+    if (held_.compare_exchange_weak(held, held + n, std::memory_order_relaxed)) return n;
+  }
+}
+
+void ClusterNode::Impl::release_workers(std::size_t n, bool for_claimer) noexcept {
+  if (n == 0) return;
+  {
+    std::lock_guard lock{claim_mu_};  // the claimer's wait reads held_ under it: no lost wake-up
+    held_.fetch_sub(n, std::memory_order_relaxed);
+    // A claim that found too few jobs does not ask again (the queue had no more); workers an
+    // insert held back may have been free while the claimer looked, so it looks again.
+    if (for_claimer) claim_wanted_ = true;
+  }
+  claim_cv_.notify_all();
+}
+
+void ClusterNode::Impl::claimer_loop(std::stop_token st) {
+  std::optional<PgSession> db;
+  std::vector<Finish> outcomes;  // taken from outcomes_; kept across a failed statement
+  while (!st.stop_requested()) {
+    {
+      std::unique_lock lock{claim_mu_};
+      if (outcomes.empty()) {
+        outcomes_in_flight_ = false;
+        claim_cv_.notify_all();  // stop() waits for every outcome to be written
+      }
+      // A poll every poll_ms claims even when no NOTIFY came.
+      claim_cv_.wait_for(lock, st, config_.poll, [this, &outcomes] {
+        return !outcomes.empty() || !outcomes_.empty() ||
+               (claim_wanted_ && held_.load(std::memory_order_relaxed) < workers_);
+      });
+      if (st.stop_requested()) return;
+      // Claim in groups: while some workers are busy, wait a little (kClaimGather at most)
+      // for a group of them to be free, so that a round trip serves several jobs and their
+      // outcomes. An idle node claims at once.
+      const std::size_t group = std::max<std::size_t>(1, std::min(config_.claim_batch, workers_ / 2));
+      claim_cv_.wait_for(lock, st, kClaimGather, [this, group] {
+        const std::size_t held = held_.load(std::memory_order_relaxed);
+        return held == 0 || held + group <= workers_;
+      });
+      if (st.stop_requested()) return;
+      claim_wanted_ = false;
+    }
+    try {
+      ensure(db);
+      bool more = true;
+      while (more && !st.stop_requested()) {
+        {
+          std::lock_guard lock{claim_mu_};
+          while (!outcomes_.empty() && outcomes.size() < kFinishBatch) {
+            outcomes.push_back(std::move(outcomes_.front()));
+            outcomes_.pop_front();
+          }
+          outcomes_in_flight_ = !outcomes.empty();
+        }
+        std::shared_lock claim_lock{claim_run_mu_, std::defer_lock};
+        std::size_t limit = 0;
+        if (!claims_closing_.load(std::memory_order_relaxed)) {
+          claim_lock.lock();
+          if (!claiming_stopped_) limit = reserve_workers(config_.claim_batch);
+          if (limit == 0) claim_lock.unlock();
+        }
+        if (limit == 0 && outcomes.empty()) break;
+        more = exchange(*db, outcomes, limit);
+        outcomes.clear();
+      }
+    } catch (const PgError& e) {
+      db_failed(e, "claimer");
+      db.reset();
+      std::this_thread::sleep_for(kReconnectBackoff);
+      wake_claimer();
+    }
+  }
+}
+
+bool ClusterNode::Impl::exchange(PgSession& db, const std::vector<Finish>& outcomes,
+                                 std::size_t limit) {
+  struct Unreserve {  // gives back the workers no job took, also when the statement throws
+    Impl* self;
+    std::size_t n;
+    ~Unreserve() { self->release_workers(n, /*for_claimer=*/false); }
+  } unreserve{this, limit};
+  const OutcomeArrays o = outcome_arrays(outcomes);
+  const std::vector<std::int64_t> tails = limit > 0 ? served_tails() : std::vector<std::int64_t>{};
+  const TimePoint asked = Clock::now();
+  const PgRows rows = db.exec(
+      "SELECT written, job_id, kind, args, priority, attempt, remaining_us, retired FROM "
+      "sandglass_finish_claim($1, $2, $3::bigint[], $4::int[], $5::text[], $6::text[], "
+      "$7::text[], $8::boolean[], $9::text[], $10::text[], $11::bigint[], $12, $13::text[], "
+      "$14::bigint[])",
+      {owner_, node_, o.ids, o.attempts, o.states, o.reasons, o.causes, o.committed, o.results,
+       o.errors, o.run_us, std::to_string(limit), served_array_, int_array(tails)});
+  const TimePoint answered = Clock::now();
+  std::vector<JobId> written;
+  std::vector<Claimed> claimed;
+  for (int r = 0; r < rows.rows(); ++r) {
+    if (!rows.null(r, 0)) {
+      written.push_back(static_cast<JobId>(rows.integer(r, 0)));
+    } else if (rows.null(r, 1)) {
+      metrics_.retired.Increment(static_cast<double>(rows.integer(r, 7)));
+    } else if (claimed.size() < limit) {  // the claim rule takes no more; checked all the same
+      // Remaining by the database's clock at the claim, counted from when the statement was
+      // sent: the round trip is charged to the job, never granted to it.
+      claimed.push_back({.id = static_cast<JobId>(rows.integer(r, 1)),
+                         .kind = std::string{rows.text(r, 2)},
+                         .args = std::string{rows.text(r, 3)},
+                         .priority = static_cast<Priority>(rows.integer(r, 4)),
+                         .attempt = static_cast<int>(rows.integer(r, 5)),
+                         .deadline = Deadline::after(std::chrono::microseconds{rows.integer(r, 6)}, asked)});
+    }
+  }
+  if (!outcomes.empty()) outcomes_written(outcomes, written, asked);
+  if (limit > 0) {
+    metrics_.claims.Increment();
+    metrics_.claim_latency.Observe(std::chrono::duration<double>(answered - asked).count());
+    metrics_.claimed.Increment(static_cast<double>(claimed.size()));
+    metrics_.batch_size.Observe(static_cast<double>(claimed.size()));
+  }
+  unreserve.n = limit - claimed.size();  // the others are the claimed jobs' workers now
+  for (Claimed& job : claimed) run_claimed(std::move(job));
+  return limit > 0 && claimed.size() == limit;
+}
+
+// Starts a claimed job on a worker reserved for it (held_ counts it already): its args are
+// checked by this node's kind (refused: the job fails, handler_error), its outcome comes back
+// through finished().
+void ClusterNode::Impl::run_claimed(Claimed job) {
+  const JobId id = job.id;
+  const int attempt = job.attempt;
+  const std::string& kind_name = job.kind;
+  const JobKind* kind = kinds_.find(kind_name);
+  JobHandler handler;
+  std::string estimate_key;
+  std::string error = "no such kind";
+  try {
+    if (kind == nullptr) throw std::invalid_argument{"this daemon has no kind " + kind_name};
+    boost::json::value args = boost::json::parse(job.args);
+    if (!args.is_object()) throw ArgsError{"args", "must be an object"};
+    handler = kind->prepare(args.as_object());
+    if (kind->estimate_key) estimate_key = kind->estimate_key(args.as_object());
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  if (!handler) {
+    Outcome o{.id = id, .kind = kind_name, .state = State::failed, .reason = Reason::handler_error,
+              .error = "the job's args are not valid on node " + node_ + ": " + error};
+    finished(id, attempt, o);
+    return;
+  }
+  {
+    std::lock_guard lock{held_mu_};
+    // A cancel whose NOTIFY came between the claim's commit and this line (cancel_local).
+    const bool cancelled_early = early_cancels_.erase(id) > 0;
+    held_jobs_[id] = Held{.attempt = attempt, .cancel_pending = cancelled_early, .claimed_at = Clock::now()};
+  }
+  JobHandler wrapped = [this, id, inner = std::move(handler)](JobContext& ctx) mutable {
+    set_context(id, &ctx);
+    struct Clear {
+      Impl* self;
+      JobId id;
+      ~Clear() { self->set_context(id, nullptr); }
+    } clear{this, id};
+    inner(ctx);
+  };
+  JobSpec spec{.kind = kind_name, .priority = job.priority, .deadline = job.deadline,
+               .estimate_key = std::move(estimate_key)};
+  JobHandle handle = runtime_.submit(std::move(spec), std::move(wrapped),
+                                     [this, id, attempt](const Outcome& o) { finished(id, attempt, o); });
+  bool cancel_now = false;
+  {
+    std::lock_guard lock{held_mu_};
+    if (const auto it = held_jobs_.find(id); it != held_jobs_.end() && it->second.attempt == attempt) {
+      it->second.handle = handle;
+      cancel_now = it->second.cancel_pending;
+    }
+  }
+  if (cancel_now) handle.cancel();
+}
+
+void ClusterNode::Impl::set_context(JobId id, JobContext* ctx) {
+  std::lock_guard lock{held_mu_};
+  if (const auto it = held_jobs_.find(id); it != held_jobs_.end()) it->second.context = ctx;
+}
+
+void ClusterNode::Impl::cancel_local(JobId id) {
+  JobHandle handle;
+  {
+    std::lock_guard lock{held_mu_};
+    const auto it = held_jobs_.find(id);
+    if (it == held_jobs_.end()) {
+      // Ours (the NOTIFY named this owner) but not started yet: the claim's statement has
+      // committed (DELETE saw the row running) and its thread has not reached run_claimed, or
+      // the job ended already. Remembered for run_claimed; the oldest are forgotten.
+      if (early_cancels_.insert(id).second) {
+        early_order_.push_back(id);
+        if (early_order_.size() > kEarlyCancels) {
+          early_cancels_.erase(early_order_.front());
+          early_order_.pop_front();
+        }
+      }
+      return;
+    }
+    if (!it->second.handle) {
+      it->second.cancel_pending = true;
+      return;
+    }
+    handle = it->second.handle;
+  }
+  handle.cancel();  // cause caller; its on_cancel callbacks run on this thread
+}
+
+}  // namespace sandglass::daemon::cluster

@@ -1,0 +1,59 @@
+#include "daemon/cluster/cluster_metrics.hpp"
+
+#include <fmt/format.h>
+#include <prometheus/text_serializer.h>
+
+namespace sandglass::daemon::cluster {
+namespace {
+
+prometheus::Counter& counter(prometheus::Registry& r, const char* name, const char* help) {
+  return prometheus::BuildCounter().Name(name).Help(help).Register(r).Add({});
+}
+
+prometheus::Histogram& histogram(prometheus::Registry& r, const char* name, const char* help,
+                                 prometheus::Histogram::BucketBoundaries bounds) {
+  return prometheus::BuildHistogram().Name(name).Help(help).Register(r).Add({}, std::move(bounds));
+}
+
+}  // namespace
+
+ClusterMetrics::ClusterMetrics()
+    : claims{counter(*registry_, "sandglass_cluster_claims_total", "Claim statements run by this node")},
+      claimed{counter(*registry_, "sandglass_cluster_claimed_jobs_total", "Jobs this node claimed")},
+      claimed_at_submit{counter(*registry_, "sandglass_cluster_claimed_at_submit_total",
+                                "Jobs this node inserted already claimed by itself (also counted "
+                                "in sandglass_cluster_claimed_jobs_total)")},
+      retired{counter(*registry_, "sandglass_cluster_retired_at_claim_total",
+                      "Queued jobs ended by this node's claims: expired or too late to start")},
+      stale{counter(*registry_, "sandglass_cluster_stale_outcomes_total",
+                    "Outcomes discarded by fencing: the job was no longer this node's")},
+      reclaimed{counter(*registry_, "sandglass_cluster_reclaimed_total",
+                        "Jobs of lost nodes queued again by this node's sweeps")},
+      lost{counter(*registry_, "sandglass_cluster_node_lost_total",
+                   "Jobs of lost nodes ended node_lost by this node's sweeps")},
+      db_errors{counter(*registry_, "sandglass_cluster_db_errors_total",
+                        "Statements or connections to the cluster database that failed")},
+      claim_latency{histogram(*registry_, "sandglass_cluster_claim_seconds",
+                              "Time of one claim statement (with the outcomes it writes), as this "
+                              "node waits for it",
+                              {0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5})},
+      batch_size{histogram(*registry_, "sandglass_cluster_claim_batch_size",
+                           "Jobs one claim statement took", {0, 1, 2, 4, 8, 16, 32, 64, 128})},
+      notify_lag{histogram(*registry_, "sandglass_cluster_notify_lag_seconds",
+                           "From writing an outcome to receiving its NOTIFY, on this node",
+                           {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5})} {}
+
+std::string ClusterMetrics::text(bool database_up, std::size_t held_jobs) const {
+  std::string text = prometheus::TextSerializer{}.Serialize(registry_->Collect());
+  text += fmt::format(
+      "# HELP sandglass_cluster_database_up Whether the last heartbeat reached the cluster "
+      "database\n# TYPE sandglass_cluster_database_up gauge\nsandglass_cluster_database_up {}\n",
+      database_up ? 1 : 0);
+  text += fmt::format(
+      "# HELP sandglass_cluster_held_jobs Claimed jobs this node holds (running or about to)\n"
+      "# TYPE sandglass_cluster_held_jobs gauge\nsandglass_cluster_held_jobs {}\n",
+      held_jobs);
+  return text;
+}
+
+}  // namespace sandglass::daemon::cluster

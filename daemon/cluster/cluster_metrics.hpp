@@ -1,0 +1,49 @@
+// cluster_metrics.hpp (private) — `ClusterMetrics`, the Prometheus series of one cluster node
+// (README, "Cluster": claims, claimed jobs, claim latency and batch size, jobs retired at claim,
+// stale outcomes, jobs taken back from lost nodes, notify lag, database errors).
+//
+//   ClusterMetrics m;
+//   m.claims.Increment();
+//   std::string text = m.text(/*database_up=*/true, /*held_jobs=*/3);
+//
+// Thread safety: the series are prometheus-cpp's (safe from any thread); `text` may be called
+// from any thread.
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace sandglass::daemon::cluster {
+
+class ClusterMetrics {
+ public:
+  ClusterMetrics();
+  ClusterMetrics(const ClusterMetrics&) = delete;
+  ClusterMetrics& operator=(const ClusterMetrics&) = delete;
+
+  // The series in the text exposition format, with the two gauges the node computes.
+  std::string text(bool database_up, std::size_t held_jobs) const;
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_ = std::make_shared<prometheus::Registry>();
+
+ public:
+  prometheus::Counter& claims;
+  prometheus::Counter& claimed;
+  prometheus::Counter& claimed_at_submit;
+  prometheus::Counter& retired;
+  prometheus::Counter& stale;
+  prometheus::Counter& reclaimed;
+  prometheus::Counter& lost;
+  prometheus::Counter& db_errors;
+  prometheus::Histogram& claim_latency;
+  prometheus::Histogram& batch_size;
+  prometheus::Histogram& notify_lag;
+};
+
+}  // namespace sandglass::daemon::cluster

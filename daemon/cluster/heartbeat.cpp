@@ -1,0 +1,84 @@
+// The heartbeat thread of a cluster node (node_impl.hpp): says the node is alive, writes the
+// commit points its running jobs passed (polled every kCommitPoll), sweeps lost nodes' jobs
+// (sandglass_sweep) and retires expired heads while every worker is busy.
+#include "daemon/cluster/job_rows.hpp"
+#include "daemon/cluster/node_impl.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace sandglass::daemon::cluster {
+
+void ClusterNode::Impl::heartbeat_loop(std::stop_token st) {
+  std::optional<PgSession> db;
+  TimePoint next_beat = Clock::now();
+  while (!st.stop_requested()) {
+    {
+      std::unique_lock lock{heartbeat_mu_};
+      heartbeat_cv_.wait_for(lock, st, kCommitPoll, [] { return false; });
+    }
+    if (st.stop_requested()) return;
+    std::vector<std::int64_t> ids, attempts;
+    {
+      std::lock_guard lock{held_mu_};
+      for (auto& [id, h] : held_jobs_) {
+        if (!h.commit_written && h.context != nullptr && h.context->committed()) {
+          ids.push_back(static_cast<std::int64_t>(id));
+          attempts.push_back(h.attempt);
+        }
+      }
+    }
+    const TimePoint now = Clock::now();
+    if (ids.empty() && now < next_beat) continue;
+    try {
+      ensure(db);
+      const PgRows alive = db->exec("SELECT sandglass_heartbeat($1, $2::bigint[], $3::int[])",
+                                    {owner_, int_array(ids), int_array(attempts)});
+      {
+        std::lock_guard lock{held_mu_};
+        for (const std::int64_t id : ids) {
+          if (const auto it = held_jobs_.find(static_cast<JobId>(id)); it != held_jobs_.end()) {
+            it->second.commit_written = true;
+          }
+        }
+      }
+      if (!alive.boolean(0, 0)) {  // our row was removed: come back
+        db->exec("INSERT INTO sandglass_nodes (owner, node, workers, capacity) VALUES ($1, $2, $3, $4) "
+                 "ON CONFLICT (owner) DO UPDATE SET heartbeat_at = clock_timestamp()",
+                 {owner_, node_, std::to_string(workers_), std::to_string(capacity_)});
+      }
+      if (now >= next_beat) {
+        next_beat = now + config_.heartbeat;
+        sweep(*db);
+      }
+      db_ok_.store(true, std::memory_order_relaxed);
+    } catch (const PgError& e) {
+      if (db_ok_.exchange(false, std::memory_order_relaxed)) {
+        spdlog::error("cluster: the database cannot be reached; /readyz answers 503");
+      }
+      db_failed(e, "heartbeat");
+      db.reset();
+      next_beat = Clock::now() + kReconnectBackoff;
+    }
+  }
+}
+
+void ClusterNode::Impl::sweep(PgSession& db) {
+  const std::vector<std::int64_t> tails = served_tails();
+  const PgRows swept = db.exec("SELECT requeued, lost FROM sandglass_sweep($1, $2, $3::text[], $4::bigint[])",
+                               {node_, std::to_string(config_.lease.count()), served_array_,
+                                int_array(tails)});
+  if (swept.rows() > 0 && (swept.integer(0, 0) > 0 || swept.integer(0, 1) > 0)) {
+    metrics_.reclaimed.Increment(static_cast<double>(swept.integer(0, 0)));
+    metrics_.lost.Increment(static_cast<double>(swept.integer(0, 1)));
+    spdlog::warn("cluster: took back the jobs of a lost node: {} queued again, {} ended node_lost",
+                 swept.integer(0, 0), swept.integer(0, 1));
+    wake_claimer();
+  }
+  // Expired heads end even while every worker is busy (a claim of zero jobs retires them).
+  const PgRows retired = db.exec(
+      "SELECT retired FROM sandglass_claim($1, $2, 0, $3::text[], $4::bigint[]) WHERE retired > 0",
+      {owner_, node_, served_array_, int_array(tails)});
+  if (retired.rows() > 0) metrics_.retired.Increment(static_cast<double>(retired.integer(0, 0)));
+}
+
+}  // namespace sandglass::daemon::cluster

@@ -1,0 +1,288 @@
+// The intake of a cluster node (node_impl.hpp): POST /v1/jobs (batched admission and insert,
+// with claims at insert), GET and DELETE /v1/jobs/ID, on two intake threads with a connection
+// each.
+#include "daemon/cluster/job_rows.hpp"
+#include "daemon/cluster/node_impl.hpp"
+
+#include <boost/json/serialize.hpp>
+#include <fmt/format.h>
+
+namespace sandglass::daemon::cluster {
+
+ClusterNode::ClientGone ClusterNode::Impl::submit(JobRequest req, TimePoint arrived_at, Respond respond) {
+  auto state = std::make_shared<Submission>();
+  const bool wait = req.wait;
+  const bool keyed = !req.idempotency_key.empty();
+  {
+    std::lock_guard lock{intake_mu_};
+    submit_queue_.push_back(Pending{std::move(req), arrived_at, std::move(respond), state});
+  }
+  intake_cv_.notify_one();
+  if (!wait) return {};
+  return [this, state, keyed] {
+    std::optional<JobId> id;
+    {
+      std::lock_guard lock{state->mu};
+      state->gone = true;
+      id = state->id;
+    }
+    if (id) client_left(*id, keyed);
+  };
+}
+
+void ClusterNode::Impl::job_record(JobId id, Respond respond) {
+  post([id, respond](PgSession& db) {
+    const std::vector<Record> found = fetch_records(db, {id});
+    if (found.empty()) {
+      respond(json_error(kStatusNotFound, "no such job", "id"));
+    } else {
+      respond({.body = found.front().json});
+    }
+  }, respond);
+}
+
+void ClusterNode::Impl::cancel(JobId id, Respond respond) {
+  post([this, id, respond](PgSession& db) {
+    db.exec("SELECT sandglass_cancel($1, $2)", {node_, std::to_string(id)});
+    const std::vector<Record> found = fetch_records(db, {id});
+    if (found.empty()) {
+      respond(json_error(kStatusNotFound, "no such job", "id"));
+    } else {
+      respond({.body = found.front().json});
+    }
+  }, respond);
+}
+
+void ClusterNode::Impl::post(Task run, Respond on_failure) {
+  {
+    std::lock_guard lock{intake_mu_};
+    intake_queue_.push_back({std::move(run), std::move(on_failure)});
+  }
+  intake_cv_.notify_one();
+}
+
+void ClusterNode::Impl::intake_loop(std::stop_token st) {
+  std::optional<PgSession> db;
+  std::vector<Pending> submits;
+  while (!st.stop_requested()) {
+    QueuedTask task;
+    {
+      std::unique_lock lock{intake_mu_};
+      intake_cv_.wait(lock, st, [this] { return !intake_queue_.empty() || !submit_queue_.empty(); });
+      // Submissions waiting together go in one statement; reads and cancels one by one.
+      while (!submit_queue_.empty() && submits.size() < kSubmitBatch) {
+        submits.push_back(std::move(submit_queue_.front()));
+        submit_queue_.pop_front();
+      }
+      if (submits.empty()) {
+        if (intake_queue_.empty()) continue;
+        task = std::move(intake_queue_.front());
+        intake_queue_.pop_front();
+      }
+    }
+    if (!submits.empty()) {
+      // A second try on a live session: the first may have lost a serialization race.
+      for (int attempt = 0; attempt < 2 && !submits.empty(); ++attempt) {
+        try {
+          ensure(db);
+          insert(*db, submits);
+          break;
+        } catch (const PgError& e) {
+          db_failed(e, "intake");
+          if (attempt == 0 && db && !db->broken()) continue;
+          for (Pending& p : submits) {
+            if (p.respond) std::exchange(p.respond, {})(unreachable());  // exactly once
+          }
+          break;
+        }
+      }
+      submits.clear();
+      continue;
+    }
+    try {
+      ensure(db);
+      task.run(*db);
+    } catch (const PgError& e) {
+      db_failed(e, "intake");
+      if (task.on_failure) task.on_failure(unreachable());
+    }
+  }
+}
+
+// The kind's central and tail estimates, from the outcomes of every node (each outcome's
+// NOTIFY carries its run time); zero when none are known.
+std::vector<std::int64_t> ClusterNode::Impl::served_tails() {
+  std::vector<std::int64_t> tails;
+  for (const std::string& k : served_) tails.push_back(us_of(estimates(k).second));
+  return tails;
+}
+
+std::pair<Duration, Duration> ClusterNode::Impl::estimates(const std::string& kind) {
+  std::lock_guard lock{estimates_mu_};
+  const auto it = estimators_.find(kind);
+  if (it == estimators_.end()) return {};
+  it->second.age(Clock::now());
+  return {it->second.central(), it->second.tail()};
+}
+
+void ClusterNode::Impl::record_run(const std::string& kind, Duration run) {
+  std::lock_guard lock{estimates_mu_};
+  auto it = estimators_.find(kind);
+  if (it == estimators_.end()) it = estimators_.emplace(kind, ServiceTimeEstimator{estimator_options_}).first;
+  it->second.record(run);
+}
+
+void ClusterNode::Impl::insert(PgSession& db, std::vector<Pending>& batch) {
+  std::vector<std::optional<std::string>> kinds, args, keys, fingerprints;
+  std::vector<std::int64_t> priorities, remaining, budgets, works, tails;
+  std::vector<std::size_t> sent;  // indexes into batch
+  std::size_t claimable = 0;      // unkeyed jobs of kinds this node serves
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    if (!batch[i].respond) continue;  // answered on an earlier try
+    const JobRequest& req = batch[i].request;
+    const Duration budget = budget_.grant(req.budget).budget;
+    const Duration left =
+        budget - std::min(budget, budget_.reserve) - (Clock::now() - batch[i].arrived_at);
+    if (left < budget_.min_useful) {
+      std::exchange(batch[i].respond, {})(rejection(
+          req.kind, Reason::budget_too_small, "less budget left than the minimum useful duration"));
+      continue;
+    }
+    const auto [work, tail] = estimates(req.kind);
+    const bool keyed = !req.idempotency_key.empty();
+    if (!keyed && std::find(served_.begin(), served_.end(), req.kind) != served_.end()) ++claimable;
+    kinds.emplace_back(req.kind);
+    args.emplace_back(boost::json::serialize(req.args));
+    keys.push_back(keyed ? std::optional<std::string>{req.idempotency_key} : std::nullopt);
+    fingerprints.push_back(
+        keyed ? std::optional<std::string>{json_text({{"kind", req.kind},
+                                                       {"args", req.args},
+                                                       {"priority", to_string(req.priority)}})}
+              : std::nullopt);
+    priorities.push_back(static_cast<int>(req.priority));
+    remaining.push_back(us_of(left));
+    budgets.push_back(us_of(budget));
+    works.push_back(us_of(work));
+    tails.push_back(us_of(tail));
+    sent.push_back(i);
+  }
+  if (sent.empty()) return;
+  // Claims at insert take free workers like any claim: reserved first, and never once
+  // stop_claiming has begun (it waits for this statement).
+  std::shared_lock claim_lock{claim_run_mu_, std::defer_lock};
+  std::size_t reserved = 0;
+  if (claimable > 0 && !claims_closing_.load(std::memory_order_relaxed)) {
+    claim_lock.lock();
+    if (!claiming_stopped_) reserved = reserve_workers(std::min(claimable, config_.claim_batch));
+    if (reserved == 0) claim_lock.unlock();
+  }
+  struct Unreserve {  // gives back the workers no job took, also when the statement throws
+    Impl* self;
+    std::size_t n;
+    ~Unreserve() { self->release_workers(n, /*for_claimer=*/true); }
+  } unreserve{this, reserved};
+  const TimePoint asked = Clock::now();
+  const PgRows rows = db.exec(
+      "SELECT ord, job_id, verdict, remaining_us FROM sandglass_submit_claim($1, $2, $3, "
+      "$4::text[], $5::text[], $6::text[], $7::smallint[], $8::text[], $9::text[], $10::bigint[], "
+      "$11::bigint[], $12::bigint[], $13::bigint[], $14)",
+      {node_, owner_, std::to_string(reserved), served_array_, text_array(kinds),
+       text_array(args), int_array(priorities), text_array(keys), text_array(fingerprints),
+       int_array(remaining), int_array(budgets), int_array(works), int_array(tails),
+       std::to_string(config_.lease.count())});
+  std::vector<Claimed> claimed;
+  for (int r = 0; r < rows.rows(); ++r) {
+    const std::size_t at = static_cast<std::size_t>(rows.integer(r, 0) - 1);
+    Pending& p = batch[sent[at]];
+    Respond respond = std::exchange(p.respond, {});
+    const auto id = static_cast<JobId>(rows.integer(r, 1));
+    const std::string_view verdict = rows.text(r, 2);
+    if (verdict == "claimed" && claimed.size() < unreserve.n) {
+      // Remaining by the database's clock at the insert, counted from when the statement was
+      // sent: the round trip is charged to the job, as for a claim.
+      claimed.push_back({.id = id, .kind = p.request.kind, .args = *args[at],
+                         .priority = p.request.priority, .attempt = 1,
+                         .deadline = Deadline::after(std::chrono::microseconds{rows.integer(r, 3)}, asked)});
+    }
+    try {
+      admitted(db, p, id, verdict, respond);  // a waiter is added before the job can end
+    } catch (const PgError& e) {
+      db_failed(e, "intake");
+      respond(unreachable());
+    }
+  }
+  unreserve.n -= claimed.size();  // these workers are the claimed jobs' now
+  if (!claimed.empty()) {
+    metrics_.claimed.Increment(static_cast<double>(claimed.size()));
+    metrics_.claimed_at_submit.Increment(static_cast<double>(claimed.size()));
+  }
+  for (Claimed& job : claimed) run_claimed(std::move(job));
+}
+
+// Answers one submission by its verdict: admitted, claimed (admitted and claimed here at
+// insert), attached, conflict, queue_full or deadline_implausible.
+void ClusterNode::Impl::admitted(PgSession& db, const Pending& p, JobId id,
+                                 std::string_view verdict, const Respond& respond) {
+  const JobRequest& req = p.request;
+  if (verdict == "queue_full" || verdict == "deadline_implausible") {
+    respond(rejection(req.kind, verdict == "queue_full" ? Reason::queue_full : Reason::deadline_implausible,
+                      verdict == "queue_full" ? "the cluster's queue is full"
+                                              : "the work queued ahead in the cluster cannot finish in time"));
+    return;
+  }
+  const bool keyed = !req.idempotency_key.empty();
+  if (verdict == "conflict") {
+    respond(json_error(kStatusConflict,
+                       fmt::format("idempotency_key names job {}, submitted with a different "
+                                   "kind, args or priority", id),
+                       "idempotency_key"));
+    return;
+  }
+  if (verdict == "attached") {
+    // Its outcome may be long written, before this node listened: read it first. (Ended
+    // after this read, its NOTIFY reaches the waiter added below.)
+    const std::vector<Record> found = fetch_records(db, {id});
+    if (!found.empty() && found.front().terminal) {
+      respond(answer_of(found.front()));
+      return;
+    }
+  }
+  if (req.wait) {
+    bool gone = false;
+    {
+      std::lock_guard lock{p.state->mu};
+      p.state->id = id;
+      gone = p.state->gone;
+    }
+    add_waiter(id, respond);
+    if (gone) client_left(id, keyed);
+    return;
+  }
+  HttpResponse r{.status = kStatusAccepted,
+                 .body = json_text({{"id", id},
+                                    {"state", verdict == "claimed" ? "running" : "queued"},
+                                    {"node", node_}})};
+  r.headers.emplace_back("Location", "/v1/jobs/" + std::to_string(id));
+  respond(std::move(r));
+}
+
+HttpResponse ClusterNode::Impl::rejection(const std::string& kind, Reason reason, std::string_view why) {
+  const HttpStatus s = http_status_of(reason);
+  HttpResponse r{.status = s.code,
+                 .body = json_text({{"id", nullptr},
+                                    {"kind", kind},
+                                    {"state", to_string(state_of(reason))},
+                                    {"reason", to_string(reason)},
+                                    {"error", why}})};
+  if (s.retry_after) r.headers.emplace_back("Retry-After", "1");
+  return r;
+}
+
+// The waiting client left. Like a lone daemon: a job without a key that nobody else here
+// waits for is cancelled (cause caller), wherever it runs.
+void ClusterNode::Impl::client_left(JobId id, bool keyed) {
+  if (keyed) return;
+  post([this, id](PgSession& db) { db.exec("SELECT sandglass_cancel($1, $2)", {node_, std::to_string(id)}); });
+}
+
+}  // namespace sandglass::daemon::cluster

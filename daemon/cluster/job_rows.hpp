@@ -1,0 +1,47 @@
+// job_rows.hpp (private) — a cluster job's row as the daemon answers it, and the small JSON
+// helpers the cluster node's parts share.
+//
+//   std::vector<Record> found = fetch_records(db, {id});   // throws PgError
+//   respond(answer_of(found.front()));                    // the status its outcome maps to
+//
+// Thread safety: free functions; a PgSession belongs to the calling thread.
+#pragma once
+
+#include "daemon/cluster/pg_session.hpp"
+#include "daemon/http/http_message.hpp"
+#include "daemon/http/http_status.hpp"
+
+#include <sandglass/job_spec.hpp>
+
+#include <boost/json/object.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sandglass::daemon::cluster {
+
+inline std::int64_t us_of(Duration d) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
+}
+
+std::string json_text(const boost::json::object& o);
+HttpResponse json_error(unsigned status, std::string_view message, std::string_view field = {});
+std::optional<std::int64_t> parse_int(std::string_view text);
+
+struct Record {
+  JobId id = 0;
+  bool terminal = false;
+  HttpStatus status{};  // for a terminal record answered to a waiter
+  std::string json;
+};
+
+// The rows of `ids` that exist (any order). Throws PgError.
+std::vector<Record> fetch_records(PgSession& db, const std::vector<JobId>& ids);
+// A terminal record as a waiter's answer: the status its reason and cause map to.
+HttpResponse answer_of(const Record& rec);
+
+}  // namespace sandglass::daemon::cluster

@@ -1,0 +1,256 @@
+// node_impl.hpp (private) — `ClusterNode::Impl`, the parts of a cluster node and the state they
+// share. Each part lives in its own file:
+//   cluster_node.cpp    lifecycle: connect and migrate, start, stop_claiming, stop
+//   intake.cpp          POST/GET/DELETE: admission and insert of batched submissions (with
+//                       claims at insert), reads, cancels (two intake threads)
+//   claimer.cpp         the claimer thread: one statement writes the ready outcomes and claims
+//                       the free workers' worth; starting the claimed jobs; local cancels
+//   outcome_writer.cpp  a local job's end: its outcome queued for the claimer, the outcome
+//                       arrays of a statement, the fencing's stale count
+//   listener.cpp        LISTEN/NOTIFY: waiters answered, cancels, claimer wake-ups
+//   heartbeat.cpp       heartbeat, commit points, the sweep of lost nodes, expired heads
+// The rules themselves are SQL (migrations/, see cluster_node.hpp).
+//
+// Thread safety: as ClusterNode; each guarded member names its mutex.
+#pragma once
+
+#include "daemon/cluster/cluster_metrics.hpp"
+#include "daemon/cluster/cluster_node.hpp"
+#include "daemon/cluster/pg_session.hpp"
+#include "daemon/cluster/wake_fd.hpp"
+
+#include <sandglass/service_time_estimator.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+namespace sandglass::daemon::cluster {
+
+inline constexpr std::size_t kIntakeThreads = 2;
+inline constexpr std::chrono::milliseconds kCommitPoll{5};      // how often commit points are looked for
+inline constexpr std::chrono::microseconds kClaimGather{1000};  // most a claim waits for more workers to free up
+inline constexpr std::chrono::milliseconds kReconnectBackoff{200};  // between attempts to reach the database
+inline constexpr std::size_t kFinishBatch = 512;      // most outcomes one statement writes
+inline constexpr std::size_t kSubmitBatch = 128;      // most submissions one statement inserts
+inline constexpr std::size_t kRecentOutcomes = 8192;  // outcome ids remembered for late waiters
+inline constexpr std::size_t kEarlyCancels = 1024;    // cancels remembered for jobs not yet started
+
+class ClusterNode::Impl {
+ public:
+  Impl(const DaemonConfig& config, const KindRegistry& kinds, Runtime& runtime);
+  ~Impl() { stop(Duration::zero()); }
+
+  void start(const std::string& listen_address);
+  void stop_claiming();
+  void stop(Duration flush_for);
+
+  ClientGone submit(JobRequest req, TimePoint arrived_at, Respond respond);
+  void job_record(JobId id, Respond respond);
+  void cancel(JobId id, Respond respond);
+  std::string metrics_text() const;
+  bool ready() const noexcept { return db_ok_.load(std::memory_order_relaxed); }
+  const std::string& node_name() const noexcept { return node_; }
+
+ private:
+  struct Submission {
+    std::mutex mu;
+    std::optional<JobId> id;  // guarded by mu
+    bool gone = false;        // guarded by mu
+  };
+
+  struct Pending {
+    JobRequest request;
+    TimePoint arrived_at;
+    Respond respond;  // emptied once answered
+    std::shared_ptr<Submission> state;
+  };
+
+  using Task = std::function<void(PgSession&)>;
+  struct QueuedTask {
+    Task run;
+    Respond on_failure;  // answers 503 when the database cannot be reached; may be empty
+  };
+
+  struct Held {
+    int attempt = 0;
+    JobHandle handle;
+    JobContext* context = nullptr;  // while the handler runs
+    bool commit_written = false;
+    bool cancel_pending = false;    // a cancel came before the handle
+    TimePoint claimed_at{};
+  };
+
+  struct Finish {
+    JobId id;
+    int attempt;
+    Outcome outcome;
+  };
+
+  // A claimed job as a claim (or a claim at insert) returned it.
+  struct Claimed {
+    JobId id;
+    std::string kind;
+    std::string args;  // JSON text
+    Priority priority;
+    int attempt;
+    Deadline deadline;  // the node's own, from the time left by the database's clock
+  };
+
+  // The outcome arrays of one statement (sandglass_finish_claim's first ten parameters).
+  struct OutcomeArrays {
+    std::string ids, attempts, states, reasons, causes, committed, results, errors, run_us;
+  };
+
+  // ---- lifecycle, shared helpers (cluster_node.cpp)
+  // Opens `db` if it has no usable session. Throws PgError.
+  void ensure(std::optional<PgSession>& db);
+  void db_failed(const PgError& e, std::string_view where);
+  static HttpResponse unreachable();
+
+  // ---- intake (intake.cpp)
+  void post(Task run, Respond on_failure = {});
+  void intake_loop(std::stop_token st);
+  // The kind's central and tail estimates, from the outcomes of every node (each outcome's
+  // NOTIFY carries its run time); zero when none are known.
+  std::pair<Duration, Duration> estimates(const std::string& kind);
+  void record_run(const std::string& kind, Duration run);
+  std::vector<std::int64_t> served_tails();  // the tail estimate of each kind in served_
+  // POST /v1/jobs on an intake thread, for the submissions that waited together: the budget
+  // left becomes each row's deadline by the database's clock; admission and insert are one
+  // statement for all of them (sandglass_submit_claim), which also claims for this node the
+  // ones it may (free workers, ahead of the queue). Each one answered gets an empty respond.
+  void insert(PgSession& db, std::vector<Pending>& batch);
+  void admitted(PgSession& db, const Pending& p, JobId id, std::string_view verdict,
+                const Respond& respond);
+  static HttpResponse rejection(const std::string& kind, Reason reason, std::string_view why);
+  // The waiting client left. Like a lone daemon: a job without a key that nobody else here
+  // waits for is cancelled (cause caller), wherever it runs.
+  void client_left(JobId id, bool keyed);
+
+  // ---- listener (listener.cpp)
+  void add_waiter(JobId id, const Respond& respond);
+  void remember_outcome(JobId id);  // under wait_mu_
+  void listener_loop(std::stop_token st);
+  void handle_notifications(PgSession& db, const std::vector<Notification>& notes);
+  // One outcome line "ID KIND RUN_US": learns the run time, the notify lag, and moves the job's
+  // waiters to `to_answer`.
+  void outcome_noticed(std::string_view line, TimePoint now,
+                       std::vector<std::pair<JobId, Respond>>& to_answer);
+  void answer(PgSession& db, std::vector<std::pair<JobId, Respond>> to_answer);
+  // After a reconnect: answers every waiter whose job ended meanwhile.
+  void answer_all_terminal(PgSession& db);
+
+  // ---- claimer (claimer.cpp)
+  void wake_claimer();
+  void claimer_loop(std::stop_token st);
+  // Writes `outcomes` and claims up to `limit` jobs (0: none) in one statement, and starts the
+  // claimed jobs, for which `limit` workers were reserved (the unused are given back). True
+  // when it took `limit` jobs (the queue may hold more). Throws PgError (nothing was started;
+  // the reservation is given back; the caller keeps the outcomes).
+  bool exchange(PgSession& db, const std::vector<Finish>& outcomes, std::size_t limit);
+  // Reserves up to `most` free workers for jobs about to be claimed; returns how many.
+  std::size_t reserve_workers(std::size_t most) noexcept;
+  // Gives back reserved workers no job took. `for_claimer`: they were held back from the
+  // claimer (an insert that claimed fewer than it reserved), so it is asked to claim.
+  void release_workers(std::size_t n, bool for_claimer) noexcept;
+  // Starts a claimed job on a worker reserved for it.
+  void run_claimed(Claimed job);
+  void set_context(JobId id, JobContext* ctx);
+  void cancel_local(JobId id);
+
+  // ---- outcomes (outcome_writer.cpp)
+  // A local job is over: its worker is free, its outcome goes to the claimer.
+  void finished(JobId id, int attempt, const Outcome& o);
+  static OutcomeArrays outcome_arrays(const std::vector<Finish>& batch);
+  // The ids a statement wrote, of `batch`: counts the stale rest, remembers when each was
+  // sent (for the notify lag).
+  void outcomes_written(const std::vector<Finish>& batch, const std::vector<JobId>& written,
+                        TimePoint sent);
+
+  // ---- heartbeat (heartbeat.cpp)
+  void heartbeat_loop(std::stop_token st);
+  void sweep(PgSession& db);
+
+  // ---- state
+  const ClusterConfig config_;
+  const BudgetPolicy budget_;
+  const KindRegistry& kinds_;
+  Runtime& runtime_;
+  const std::size_t workers_;
+  const std::size_t capacity_;
+  const ServiceTimeEstimatorOptions estimator_options_;
+  std::vector<std::string> served_;
+  std::string served_array_;  // served_ as a text array parameter
+  std::string node_;
+  std::string owner_;  // node + "/" + a random incarnation: the fencing owner
+  std::optional<PgSession> main_db_;
+  bool started_ = false;
+  bool stopped_ = false;
+  std::atomic<bool> db_ok_{false};
+  std::atomic<bool> listening_{false};  // the listener's first LISTEN is done
+
+  ClusterMetrics metrics_;
+
+  std::mutex estimates_mu_;
+  std::map<std::string, ServiceTimeEstimator, std::less<>> estimators_;  // guarded
+
+  std::mutex intake_mu_;
+  std::condition_variable_any intake_cv_;
+  std::deque<QueuedTask> intake_queue_;  // guarded by intake_mu_
+  std::deque<Pending> submit_queue_;     // guarded by intake_mu_
+
+  std::mutex wait_mu_;
+  std::unordered_map<JobId, std::vector<Respond>> waiters_;  // guarded by wait_mu_
+  std::deque<JobId> recent_;                                 // guarded by wait_mu_
+  std::unordered_set<JobId> recent_set_;                     // guarded by wait_mu_
+  std::vector<std::pair<JobId, Respond>> late_;              // guarded by wait_mu_
+  WakeFd listener_wake_;
+
+  // Held (shared) by every statement that may claim: the claimer's and the intake's. Taken
+  // exclusively by stop_claiming, so that no claim runs after it.
+  std::shared_mutex claim_run_mu_;
+  bool claiming_stopped_ = false;  // guarded by claim_run_mu_ (written exclusively)
+  // Set by stop_claiming before it waits for claim_run_mu_: no new claim takes the shared
+  // lock, so that stop_claiming is not starved by overlapping ones. (Relaxed: claiming_stopped_
+  // under the lock is the rule; this only thins out the readers.)
+  std::atomic<bool> claims_closing_{false};
+
+  std::mutex claim_mu_;  // the claimer's inputs; never held during a statement
+  std::condition_variable_any claim_cv_;
+  bool claim_wanted_ = true;       // guarded by claim_mu_
+  std::deque<Finish> outcomes_;    // guarded by claim_mu_: local outcomes not yet sent
+  bool outcomes_in_flight_ = false;  // guarded by claim_mu_: a statement carries some
+  // Claimed jobs without a local outcome yet, and workers reserved for claims in flight. Only
+  // reserve_workers raises it (a CAS up to workers_), so claims never exceed the free workers.
+  std::atomic<std::size_t> held_{0};
+
+  std::mutex held_mu_;
+  std::unordered_map<JobId, Held> held_jobs_;  // guarded by held_mu_
+  std::unordered_set<JobId> early_cancels_;    // guarded by held_mu_: see cancel_local
+  std::deque<JobId> early_order_;              // guarded by held_mu_: early_cancels_, oldest first
+
+  std::mutex lag_mu_;
+  std::unordered_map<JobId, TimePoint> finish_sent_;  // guarded by lag_mu_
+
+  std::mutex heartbeat_mu_;
+  std::condition_variable_any heartbeat_cv_;
+
+  // Last: the threads stop (in stop()) before anything above goes.
+  std::jthread listener_;
+  std::vector<std::jthread> intake_;
+  std::jthread heartbeat_;
+  std::jthread claimer_;
+};
+
+}  // namespace sandglass::daemon::cluster
