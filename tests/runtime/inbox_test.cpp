@@ -168,8 +168,10 @@ TEST_SUITE("Runtime inbox") {
       for (std::size_t n = 0; n < kProducers * kEach; ++n) {
         REQUIRE(ledger.calls[n].load() == 1);
         const Reason r = ledger.reasons[n].load();
+        INFO("job ", n, ": ", sandglass::to_string(r));
+        // A running job the shutdown cancels after its only checkpoint still completes.
         CHECK((r == Reason::ok || r == Reason::cancelled_in_queue || r == Reason::shutting_down ||
-               r == Reason::cancelled_while_running));
+               r == Reason::cancelled_while_running || r == Reason::completed_after_cancel));
       }
     }
   }
