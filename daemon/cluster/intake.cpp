@@ -30,26 +30,28 @@ ClusterNode::ClientGone ClusterNode::Impl::submit(JobRequest req, TimePoint arri
   };
 }
 
+namespace {
+
+// Answers with the job's record as the database has it, or 404.
+void respond_with_record(PgSession& db, JobId id, const ClusterNode::Respond& respond) {
+  const std::vector<Record> found = fetch_records(db, {id});
+  if (found.empty()) {
+    respond(json_error(kStatusNotFound, "no such job", "id"));
+  } else {
+    respond({.body = found.front().json});
+  }
+}
+
+}  // namespace
+
 void ClusterNode::Impl::job_record(JobId id, Respond respond) {
-  post([id, respond](PgSession& db) {
-    const std::vector<Record> found = fetch_records(db, {id});
-    if (found.empty()) {
-      respond(json_error(kStatusNotFound, "no such job", "id"));
-    } else {
-      respond({.body = found.front().json});
-    }
-  }, respond);
+  post([id, respond](PgSession& db) { respond_with_record(db, id, respond); }, respond);
 }
 
 void ClusterNode::Impl::cancel(JobId id, Respond respond) {
   post([this, id, respond](PgSession& db) {
     db.exec("SELECT sandglass_cancel($1, $2)", {node_, std::to_string(id)});
-    const std::vector<Record> found = fetch_records(db, {id});
-    if (found.empty()) {
-      respond(json_error(kStatusNotFound, "no such job", "id"));
-    } else {
-      respond({.body = found.front().json});
-    }
+    respond_with_record(db, id, respond);
   }, respond);
 }
 
@@ -222,7 +224,7 @@ void ClusterNode::Impl::insert(PgSession& db, std::vector<Pending>& batch) {
 // Answers one submission by its verdict: admitted, claimed (admitted and claimed here at
 // insert), attached, conflict, queue_full or deadline_implausible.
 void ClusterNode::Impl::admitted(PgSession& db, const Pending& p, JobId id,
-                                 std::string_view verdict, const Respond& respond) {
+                                 std::string_view verdict, const ClusterNode::Respond& respond) {
   const JobRequest& req = p.request;
   if (verdict == "queue_full" || verdict == "deadline_implausible") {
     respond(rejection(req.kind, verdict == "queue_full" ? Reason::queue_full : Reason::deadline_implausible,
