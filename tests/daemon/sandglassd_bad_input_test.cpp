@@ -452,8 +452,9 @@ TEST_SUITE("sandglassd bad input") {
     // Resident memory comes back to within 8 MiB of what it was after the warm-up round:
     // allocators keep freed memory, so equality is not to be expected, but a leak of what a
     // round costs (a 6 MB answer, 64 KiB bodies, dozens of connections) would exceed it in two
-    // rounds. (Seen: 12.1 MiB at start, 14.4-15.0 after the warm-up, 14.8-16.9 at the end.) Not under ASan,
-    // whose quarantine holds freed memory on purpose, nor TSan, whose allocator is its own.
+    // rounds. (Seen: 12.1 MiB at start, 14.4-15.0 after the warm-up, 14.8-16.9 at the end.)
+    // Not under ASan, whose quarantine holds freed memory on purpose, nor TSan, whose
+    // allocator is its own.
     std::size_t end_kib = resident_kib(d.pid());
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
     MESSAGE("resident memory bound not checked under a sanitizer");
