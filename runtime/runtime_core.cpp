@@ -52,7 +52,6 @@ RuntimeCore::RuntimeCore(RuntimeOptions options)
       queue_{queue_options(options_)},
       slots_(options_.workers),
       slot_ends_{std::make_unique<SlotEnd[]>(options_.workers)},
-      worker_samples_{std::make_unique<WorkerSamples[]>(options_.workers)},
       serial_{g_next_serial.fetch_add(1, std::memory_order_relaxed)},
       outcome_counts_{std::make_unique<OutcomeCounts[]>(options_.workers + 1)} {
   g_live_runtimes.fetch_add(1, std::memory_order_relaxed);
@@ -337,11 +336,12 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<J
       if (finished) {
         // Only the worker's reference left (self is gone): no handle can ask for the outcome.
         const bool kept = finished.use_count() > 1;
-        SampleBatch& samples = worker_samples_[worker].batch;
-        if (sample) samples.add(*finished->estimate_state, {outcome.timings.run_time, now});
-        // Before an outcome a handle can read: whoever waits for it then sees the sample in
-        // the estimate. Other samples wait for a full batch or an idle worker.
-        if (kept) samples.flush();
+        // Before the outcome: whoever waits for it, or its callback, then sees the sample in
+        // the estimate. Every run at once, not in batches (see estimate_state.hpp).
+        if (sample) {
+          const RunSample run{.run_time = outcome.timings.run_time, .ended_at = now};
+          finished->estimate_state->record(std::span<const RunSample>{&run, 1});
+        }
         publish(*finished, std::move(outcome), kept, worker);
         finished.reset();
       }
@@ -357,11 +357,7 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<J
       lock = lock_hot_path();
       continue;
     }
-    if (stop_workers_) {
-      lock.unlock();
-      worker_samples_[worker].batch.flush();
-      return nullptr;
-    }
+    if (stop_workers_) return nullptr;
     if (!spun && !spinning_ && cores_ >= running_count_ + 2) {
       // One idle worker at a time spins briefly before it sleeps: at high rates the next job
       // arrives within microseconds, and a futex sleep plus wake-up costs more than that. Only
@@ -382,8 +378,6 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<J
     // lock-free submitter pushes to the inbox, which we look at once more (see IdleWorkers).
     idle_.prepare(worker);
     lock.unlock();
-    // Out of work: the estimate gets this worker's last samples before it sleeps.
-    worker_samples_[worker].batch.flush();
     if (queue_.inbox_empty()) {
       idle_.sleep(worker);
     } else {

@@ -205,12 +205,6 @@ class RuntimeCore final : public JobSource {
     std::atomic<TimePoint::rep> ns{TimePoint::min().time_since_epoch().count()};
   };
   std::unique_ptr<SlotEnd[]> slot_ends_;
-  // Each worker's run-time samples not yet recorded (see SampleBatch): the worker records them
-  // before it publishes an outcome a handle can read, and before it waits for work.
-  struct alignas(64) WorkerSamples {
-    SampleBatch batch;
-  };
-  std::unique_ptr<WorkerSamples[]> worker_samples_;
   std::mutex kinds_mu_;  // guards kinds_ and estimates_; never taken under mu_
   std::unordered_map<std::string, KindState, StringHash, std::equal_to<>> kinds_;
   // Run-time estimates per estimate key (JobSpec::estimate_key, else the kind).

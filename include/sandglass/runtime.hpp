@@ -261,10 +261,8 @@ class Runtime {
   std::vector<Overrun> overruns() const;
   // Every estimate key's estimate, ordered by key. Takes the runtime's lock for a walk over the
   // keys. The runtime keeps one estimator per distinct key it has seen: keep keys bounded (the
-  // daemon's come from its config). A worker hands its run times over in batches of up to 32
-  // (runtime/estimate_state.hpp): a job with a handle has reached its estimate before its
-  // outcome is published; a job with only a callback may reach it up to 31 runs later on the
-  // same worker, and at the latest when that worker waits for work or stops.
+  // daemon's come from its config). A job's run time is in its estimate before its outcome
+  // is published (to a handle or to its callback).
   std::vector<EstimateSnapshot> estimates() const;
   const RuntimeOptions& options() const noexcept;
 

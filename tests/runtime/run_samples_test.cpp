@@ -1,9 +1,11 @@
-// Run-time samples reach their estimates in batches (runtime/estimate_state.hpp): never lost,
-// and always before an outcome a handle can read.
+// Run-time samples reach their estimates (runtime/estimate_state.hpp): never lost, and
+// before the job's outcome is published, to a handle or to its callback alone.
 #include <sandglass/runtime.hpp>
 
 #include <doctest/doctest.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <latch>
 #include <string>
 #include <vector>
@@ -25,8 +27,8 @@ std::uint64_t samples_of(const Runtime& rt, const std::string& key) {
   return 0;
 }
 
-// Submits `keys.size()` jobs without keeping their handles (so their samples may wait in a
-// worker's batch) and returns once every outcome callback ran.
+// Submits `keys.size()` jobs without keeping their handles and returns once every outcome
+// callback ran.
 void run_without_handles(Runtime& rt, const std::vector<std::string>& keys) {
   std::latch done{static_cast<std::ptrdiff_t>(keys.size())};
   for (const std::string& key : keys) {
@@ -57,6 +59,33 @@ TEST_SUITE("Runtime run samples") {
       CHECK(samples_of(rt, "b") == 10);
       CHECK(samples_of(rt, "c") == 1);
     }
+    rt.shutdown(1s);
+  }
+
+  TEST_CASE("a job with only a callback finds its own run in the estimate when the callback runs" *
+            doctest::timeout(30)) {
+    // One worker runs the jobs in submission order (same budget), two keys in turn: when the
+    // callback of a key's n-th job runs, that job's run and every earlier one of its key are
+    // in the estimate (more, if the worker ran ahead of the callback).
+    Runtime rt{{.workers = 1, .capacity = 128, .estimate_max_age = kForever}};
+    constexpr std::size_t kJobs = 80;
+    std::vector<std::uint64_t> seen(kJobs);
+    std::latch done{static_cast<std::ptrdiff_t>(kJobs)};
+    for (std::size_t i = 0; i < kJobs; ++i) {
+      const std::string key = i % 2 == 0 ? "even" : "odd";
+      rt.submit({.kind = "noop", .budget = 10s, .estimate_key = key}, [](JobContext&) {},
+                [&, i, key](const Outcome&) {
+                  seen[i] = samples_of(rt, key);
+                  done.count_down();
+                });
+    }
+    done.wait();
+    for (std::size_t i = 0; i < kJobs; ++i) {
+      CAPTURE(i);
+      CHECK(seen[i] >= i / 2 + 1);
+    }
+    CHECK(samples_of(rt, "even") == kJobs / 2);
+    CHECK(samples_of(rt, "odd") == kJobs / 2);
     rt.shutdown(1s);
   }
 
