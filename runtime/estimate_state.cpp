@@ -14,9 +14,9 @@ EstimateState::Figures EstimateState::figures(TimePoint now) {
           .central = Duration{central_ns_.load(std::memory_order_relaxed)}};
 }
 
-void EstimateState::record(std::span<const RunSample> runs) {
+void EstimateState::record(Duration run_time, TimePoint ended_at) {
   std::lock_guard lock{estimator_mu_};
-  for (const RunSample& run : runs) estimator_.record(run.run_time, run.ended_at);
+  estimator_.record(run_time, ended_at);
   publish_figures();
 }
 

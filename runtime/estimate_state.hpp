@@ -2,7 +2,7 @@
 // keeps them: the estimator under its own lock, and the figures it last published for
 // submitters to read without one.
 //
-//   state.record(runs);                       // a worker, after each run, before its outcome
+//   state.record(run_time, ended_at);         // a worker, after each run, before its outcome
 //   EstimateState::Figures f = state.figures(now);  // a submitter: ages samples when due
 //
 // Runs are recorded one by one, before their outcome is published. (Batches of up to 32 runs
@@ -21,16 +21,9 @@
 #include <atomic>
 #include <cstddef>
 #include <mutex>
-#include <span>
 #include <string>
 
 namespace sandglass::detail {
-
-// One run's sample: how long it ran and when it ended.
-struct RunSample {
-  Duration run_time{};
-  TimePoint ended_at{};
-};
 
 // One estimate key's run times (JobSpec::estimate_key, else the kind). The estimator has its
 // own lock, never taken under the runtime's: recording a run and aging samples stay out of the
@@ -47,8 +40,8 @@ class EstimateState {
   // The figures at `now`: ages the samples first when that is due and the estimator is free
   // (else the figures published last). The two figures may come from consecutive updates.
   Figures figures(TimePoint now);
-  // Adds runs, in order, and publishes the new figures once.
-  void record(std::span<const RunSample> runs);
+  // Adds a run that took `run_time` and ended at `ended_at`, and publishes the new figures.
+  void record(Duration run_time, TimePoint ended_at);
   // The estimate as of its last update, named `key`. Takes the estimator's lock.
   EstimateSnapshot snapshot(const std::string& key);
 

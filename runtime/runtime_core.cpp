@@ -338,10 +338,7 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<J
         const bool kept = finished.use_count() > 1;
         // Before the outcome: whoever waits for it, or its callback, then sees the sample in
         // the estimate. Every run at once, not in batches (see estimate_state.hpp).
-        if (sample) {
-          const RunSample run{.run_time = outcome.timings.run_time, .ended_at = now};
-          finished->estimate_state->record(std::span<const RunSample>{&run, 1});
-        }
+        if (sample) finished->estimate_state->record(outcome.timings.run_time, now);
         publish(*finished, std::move(outcome), kept, worker);
         finished.reset();
       }
@@ -399,8 +396,7 @@ void RuntimeCore::finish_detached(std::shared_ptr<Job> job, Outcome&& outcome) n
   }
   if (wake_worker) idle_.wake_one();
   if (sample) {
-    const RunSample run{.run_time = outcome.timings.run_time, .ended_at = end};
-    job->estimate_state->record(std::span<const RunSample>{&run, 1});
+    job->estimate_state->record(outcome.timings.run_time, end);
   }
   publish(*job, std::move(outcome));
   // Shutdown returns only once this outcome is out (no thread of ours to join covers it).
