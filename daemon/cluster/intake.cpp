@@ -184,14 +184,21 @@ void ClusterNode::Impl::insert(PgSession& db, std::vector<Pending>& batch) {
     ~Unreserve() { self->release_workers(n, /*for_claimer=*/true); }
   } unreserve{this, reserved};
   const TimePoint asked = Clock::now();
-  const PgRows rows = db.exec(
-      "SELECT ord, job_id, verdict, remaining_us FROM sandglass_submit_claim($1, $2, $3, "
-      "$4::text[], $5::text[], $6::text[], $7::smallint[], $8::text[], $9::text[], $10::bigint[], "
-      "$11::bigint[], $12::bigint[], $13::bigint[], $14)",
-      {node_, owner_, std::to_string(reserved), served_array_, text_array(kinds),
-       text_array(args), int_array(priorities), text_array(keys), text_array(fingerprints),
-       int_array(remaining), int_array(budgets), int_array(works), int_array(tails),
-       std::to_string(config_.lease.count())});
+  const PgRows rows = [&] {
+    try {
+      return db.exec(
+          "SELECT ord, job_id, verdict, remaining_us FROM sandglass_submit_claim($1, $2, $3, "
+          "$4::text[], $5::text[], $6::text[], $7::smallint[], $8::text[], $9::text[], "
+          "$10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14)",
+          {node_, owner_, std::to_string(reserved), served_array_, text_array(kinds),
+           text_array(args), int_array(priorities), text_array(keys), text_array(fingerprints),
+           int_array(remaining), int_array(budgets), int_array(works), int_array(tails),
+           std::to_string(config_.lease.count())});
+    } catch (const PgError&) {
+      if (reserved > 0) claims_unknown();  // its claims at insert may have committed all the same
+      throw;
+    }
+  }();
   std::vector<Claimed> claimed;
   for (int r = 0; r < rows.rows(); ++r) {
     const std::size_t at = static_cast<std::size_t>(rows.integer(r, 0) - 1);
