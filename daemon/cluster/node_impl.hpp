@@ -136,6 +136,9 @@ class ClusterNode::Impl {
   void admitted(PgSession& db, const Pending& p, JobId id, std::string_view verdict,
                 const Respond& respond);
   static HttpResponse rejection(const std::string& kind, Reason reason, std::string_view why);
+  // A refusal this node can decide without the database (budget_too_small, or
+  // deadline_implausible when the tail estimate alone exceeds the time left); none: ask it.
+  std::optional<HttpResponse> refused_here(const JobRequest& req, TimePoint arrived_at);
   // The waiting client left. Like a lone daemon: a job without a key that nobody else here
   // waits for is cancelled (cause caller), wherever it runs.
   void client_left(JobId id, bool keyed);

@@ -305,6 +305,27 @@ TEST_CASE("cluster admission refuses work the cluster cannot finish in time, and
   CHECK(text(json_of(full), "reason") == "queue_full");
 }
 
+TEST_CASE("a budget shorter than the tail estimate is refused by the node itself; a keyed one asks the database" *
+          doctest::timeout(120)) {
+  ClusterFixture c;
+  DaemonProcess& a = c.node({"sleep"}, 1);
+  // Teach the estimates: sleep takes 200 ms.
+  REQUIRE(post_job(a.port(), R"({"kind":"sleep","args":{"ms":200}})").status == 200);
+  REQUIRE(post_job(a.port(), R"({"kind":"sleep","args":{"ms":200}})").status == 200);
+  const std::string jobs = c.pg.scalar("SELECT count(*) FROM sandglass_jobs");
+  const HttpAnswer r = post_job(a.port(), R"({"kind":"sleep","args":{"ms":200},"timeout_ms":100})");
+  CHECK(r.status == 503);
+  CHECK(text(json_of(r), "reason") == "deadline_implausible");
+  CHECK(metric(a.port(), "sandglass_cluster_refused_here_total") == 1);
+  // A keyed job may attach to an existing one, so the database decides: the same refusal.
+  const HttpAnswer keyed =
+      post_job(a.port(), R"({"kind":"sleep","args":{"ms":200},"timeout_ms":100,"idempotency_key":"k1"})");
+  CHECK(keyed.status == 503);
+  CHECK(text(json_of(keyed), "reason") == "deadline_implausible");
+  CHECK(metric(a.port(), "sandglass_cluster_refused_here_total") == 1);
+  CHECK(c.pg.scalar("SELECT count(*) FROM sandglass_jobs") == jobs);  // neither was inserted
+}
+
 TEST_CASE("a database restart: readyz says 503 while it is down, jobs go on after it is back" *
           doctest::timeout(180)) {
   ClusterFixture c;
