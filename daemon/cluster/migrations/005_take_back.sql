@@ -1,4 +1,5 @@
--- 005_take_back.sql: a node takes back the claims whose answer it lost.
+-- 005_take_back.sql: a node takes back the claims whose answer it lost; and the admission
+-- loop of 003 and 004 in one function (sandglass_admit, at the end).
 --
 -- A claim (sandglass_finish_claim, or sandglass_submit_claim's claims at insert) can commit
 -- while its answer never reaches the node: the connection drops between the commit and the
