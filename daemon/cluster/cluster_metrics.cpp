@@ -31,6 +31,12 @@ ClusterMetrics::ClusterMetrics()
                         "Jobs of lost nodes queued again by this node's sweeps")},
       lost{counter(*registry_, "sandglass_cluster_node_lost_total",
                    "Jobs of lost nodes ended node_lost by this node's sweeps")},
+      lost_answers{counter(*registry_, "sandglass_cluster_lost_answers_total",
+                           "Jobs this node claimed but never learned of (the claim's answer was "
+                           "lost with its connection), taken back after the reconnect")},
+      refused_here{counter(*registry_, "sandglass_cluster_refused_here_total",
+                           "Submissions this node refused deadline_implausible without asking the "
+                           "database: the tail estimate alone exceeds the time left")},
       db_errors{counter(*registry_, "sandglass_cluster_db_errors_total",
                         "Statements or connections to the cluster database that failed")},
       claim_latency{histogram(*registry_, "sandglass_cluster_claim_seconds",

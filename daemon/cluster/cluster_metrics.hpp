@@ -1,6 +1,6 @@
 // cluster_metrics.hpp (private) — `ClusterMetrics`, the Prometheus series of one cluster node
 // (README, "Cluster": claims, claimed jobs, claim latency and batch size, jobs retired at claim,
-// stale outcomes, jobs taken back from lost nodes, notify lag, database errors).
+// stale outcomes, jobs taken back from lost nodes or lost claim answers, notify lag, database errors).
 //
 //   ClusterMetrics m;
 //   m.claims.Increment();
@@ -40,6 +40,8 @@ class ClusterMetrics {
   prometheus::Counter& stale;
   prometheus::Counter& reclaimed;
   prometheus::Counter& lost;
+  prometheus::Counter& lost_answers;
+  prometheus::Counter& refused_here;
   prometheus::Counter& db_errors;
   prometheus::Histogram& claim_latency;
   prometheus::Histogram& batch_size;

@@ -9,6 +9,8 @@
 //                       arrays of a statement, the fencing's stale count
 //   listener.cpp        LISTEN/NOTIFY: waiters answered, cancels, claimer wake-ups
 //   heartbeat.cpp       heartbeat, commit points, the sweep of lost nodes, expired heads
+//   lost_claims.cpp     after a claiming statement failed: the claims it may have committed
+//                       unseen are taken back
 // The rules themselves are SQL (migrations/, see cluster_node.hpp).
 //
 // Thread safety: as ClusterNode; each guarded member names its mutex.
@@ -134,6 +136,9 @@ class ClusterNode::Impl {
   void admitted(PgSession& db, const Pending& p, JobId id, std::string_view verdict,
                 const Respond& respond);
   static HttpResponse rejection(const std::string& kind, Reason reason, std::string_view why);
+  // A refusal this node can decide without the database (budget_too_small, or
+  // deadline_implausible when the tail estimate alone exceeds the time left); none: ask it.
+  std::optional<HttpResponse> refused_here(const JobRequest& req, TimePoint arrived_at);
   // The waiting client left. Like a lone daemon: a job without a key that nobody else here
   // waits for is cancelled (cause caller), wherever it runs.
   void client_left(JobId id, bool keyed);
@@ -168,6 +173,16 @@ class ClusterNode::Impl {
   void run_claimed(Claimed job);
   void set_context(JobId id, JobContext* ctx);
   void cancel_local(JobId id);
+
+  // ---- lost claims (lost_claims.cpp)
+  // A statement that may claim failed: it may have committed without its answer arriving.
+  // Asks the claimer to take back what it finds (take_back_unheld).
+  void claims_unknown() noexcept;
+  // On the claimer thread, while no other statement of this node claims: this owner's running
+  // rows that are neither held here nor in an outcome not yet written (`carried`: the
+  // claimer's) are given back by the sweep's rule (sandglass_take_back_unheld). Throws PgError
+  // (the request stays for the next round).
+  void take_back_unheld(PgSession& db, const std::vector<Finish>& carried);
 
   // ---- outcomes (outcome_writer.cpp)
   // A local job is over: its worker is free, its outcome goes to the claimer.
@@ -234,6 +249,8 @@ class ClusterNode::Impl {
   // Claimed jobs without a local outcome yet, and workers reserved for claims in flight. Only
   // reserve_workers raises it (a CAS up to workers_), so claims never exceed the free workers.
   std::atomic<std::size_t> held_{0};
+  // A claiming statement failed since the last take_back_unheld (claims_unknown).
+  std::atomic<bool> claims_unknown_{false};
 
   std::mutex held_mu_;
   std::unordered_map<JobId, Held> held_jobs_;  // guarded by held_mu_

@@ -305,6 +305,27 @@ TEST_CASE("cluster admission refuses work the cluster cannot finish in time, and
   CHECK(text(json_of(full), "reason") == "queue_full");
 }
 
+TEST_CASE("a budget shorter than the tail estimate is refused by the node itself; a keyed one asks the database" *
+          doctest::timeout(120)) {
+  ClusterFixture c;
+  DaemonProcess& a = c.node({"sleep"}, 1);
+  // Teach the estimates: sleep takes 200 ms.
+  REQUIRE(post_job(a.port(), R"({"kind":"sleep","args":{"ms":200}})").status == 200);
+  REQUIRE(post_job(a.port(), R"({"kind":"sleep","args":{"ms":200}})").status == 200);
+  const std::string jobs = c.pg.scalar("SELECT count(*) FROM sandglass_jobs");
+  const HttpAnswer r = post_job(a.port(), R"({"kind":"sleep","args":{"ms":200},"timeout_ms":100})");
+  CHECK(r.status == 503);
+  CHECK(text(json_of(r), "reason") == "deadline_implausible");
+  CHECK(metric(a.port(), "sandglass_cluster_refused_here_total") == 1);
+  // A keyed job may attach to an existing one, so the database decides: the same refusal.
+  const HttpAnswer keyed =
+      post_job(a.port(), R"({"kind":"sleep","args":{"ms":200},"timeout_ms":100,"idempotency_key":"k1"})");
+  CHECK(keyed.status == 503);
+  CHECK(text(json_of(keyed), "reason") == "deadline_implausible");
+  CHECK(metric(a.port(), "sandglass_cluster_refused_here_total") == 1);
+  CHECK(c.pg.scalar("SELECT count(*) FROM sandglass_jobs") == jobs);  // neither was inserted
+}
+
 TEST_CASE("a database restart: readyz says 503 while it is down, jobs go on after it is back" *
           doctest::timeout(180)) {
   ClusterFixture c;
@@ -393,15 +414,15 @@ TEST_CASE("--migrate applies the schema once; a database migrated by a newer san
   const std::string path = write_temp_file("cluster.toml", "[cluster]\nconninfo = \"" + pg.conninfo() + "\"\n");
   const RunResult first = run_sandglassd({"--config", path, "--migrate"});
   CHECK(first.exit_code == 0);
-  CHECK(first.out.find("schema migrated from version 0 to 4 (001_queue.sql, 002_submit_many.sql, 003_batched.sql, "
-                         "004_exchange.sql)") != std::string::npos);
+  CHECK(first.out.find("schema migrated from version 0 to 5 (001_queue.sql, 002_submit_many.sql, 003_batched.sql, "
+                         "004_exchange.sql, 005_take_back.sql)") != std::string::npos);
   const RunResult again = run_sandglassd({"--config", path, "--migrate"});
   CHECK(again.exit_code == 0);
-  CHECK(again.out.find("schema is up to date (version 4)") != std::string::npos);
+  CHECK(again.out.find("schema is up to date (version 5)") != std::string::npos);
   pg.execute("INSERT INTO sandglass_schema_migrations (version, name) VALUES (999, '999_future.sql')");
   const RunResult newer = run_sandglassd({"--config", path, "--listen", "127.0.0.1:0"});
   CHECK(newer.exit_code == 1);
-  CHECK(newer.err.find("its schema is version 999, newer than this sandglassd knows (4)") != std::string::npos);
+  CHECK(newer.err.find("its schema is version 999, newer than this sandglassd knows (5)") != std::string::npos);
 }
 
 }  // TEST_SUITE
