@@ -26,7 +26,8 @@ std::optional<HttpResponse> ClusterNode::Impl::refused_here(const JobRequest& re
   if (tail <= Duration::zero() || us_of(tail) <= us_of(left)) return std::nullopt;
   metrics_.refused_here.Increment();
   return rejection(req.kind, Reason::deadline_implausible,
-                   "the work queued ahead in the cluster cannot finish in time");
+                   "this kind's run-time estimate is longer than the time left, even with "
+                   "nothing queued ahead");
 }
 
 ClusterNode::ClientGone ClusterNode::Impl::submit(JobRequest req, TimePoint arrived_at, Respond respond) {

@@ -316,6 +316,7 @@ TEST_CASE("a budget shorter than the tail estimate is refused by the node itself
   const HttpAnswer r = post_job(a.port(), R"({"kind":"sleep","args":{"ms":200},"timeout_ms":100})");
   CHECK(r.status == 503);
   CHECK(text(json_of(r), "reason") == "deadline_implausible");
+  CHECK(text(json_of(r), "error").find("even with nothing queued ahead") != std::string::npos);
   CHECK(metric(a.port(), "sandglass_cluster_refused_here_total") == 1);
   // A keyed job may attach to an existing one, so the database decides: the same refusal.
   const HttpAnswer keyed =
