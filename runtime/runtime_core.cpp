@@ -413,7 +413,7 @@ std::shared_ptr<Job> RuntimeCore::start(Job& job, TimePoint now, std::size_t wor
   job.started_at = now;
   job.worker = slot;
   job.started_.store(true, std::memory_order_release);  // pairs with JobHandle::progress
-  ++job.kind_state->running;
+  if (job.group != 0) ++job.kind_state->running;  // see KindState::running
   ++running_count_;
   if (job.awaitable) ++detached_;
   // The tail estimate, less what has run: for a kind of fixed length that is what is left; for
@@ -434,8 +434,7 @@ bool RuntimeCore::record_finished(Job& job, const Outcome& outcome) {
   --running_count_;
   job.phase = Job::Phase::finished;
   job.self.reset();  // the worker still holds its own reference
-  KindState& ks = *job.kind_state;
-  --ks.running;
+  if (job.group != 0) --job.kind_state->running;
   // The group's slot is free: this worker's next pop unparks the group's next item itself.
   // Completed and failed runs are whole samples; a run stopped by its deadline is a lower
   // bound worth keeping (dropping it would teach the estimator that the kind is fast).
