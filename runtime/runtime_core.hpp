@@ -126,15 +126,18 @@ class RuntimeCore final : public JobSource {
                          std::vector<Overrun>& overruns);
   // When `job` (running, past its deadline) counts as overrunning.
   Deadline overrun_due(const Job& job) const noexcept;
-  // Marks a popped job running in a free run slot (`worker`'s own if free) and returns a
-  // reference to it; requires mu_ and a free slot.
+  // Marks a taken job running in a free run slot (`worker`'s own if free) and returns a
+  // reference to it; requires mu_ and a free slot. The caller gives back the job's queue
+  // reservation (DeadlineQueue::release) afterwards, with or without mu_.
   // `wake_timer`: as wake_timer_for says.
   std::shared_ptr<Job> start(Job& job, TimePoint now, std::size_t worker, bool& wake_timer);
   // The running jobs whose overrun is due at `now`, earliest deadline first; requires mu_.
   std::vector<const Job*> overrunning(TimePoint now) const;
-  // The bookkeeping when a handler returned: run slot, bulkhead; requires mu_. True if the
-  // run is a sample for its kind's estimate (the caller records it after unlocking).
-  bool record_finished(Job& job, const Outcome& outcome);
+  // The bookkeeping when a handler returned: run slot, bulkhead; requires mu_. Moves the
+  // runtime's own reference to the job into `self`, for the caller to drop after unlocking.
+  // True if the run is a sample for its kind's estimate (the caller records it after
+  // unlocking).
+  bool record_finished(Job& job, const Outcome& outcome, std::shared_ptr<Job>& self);
   // The state of `kind`, and that of estimate key `key` (for a job of `kind`), made on first
   // use; require kinds_mu_. The references live as long as this.
   KindState& kind_state_locked(const std::string& kind);
