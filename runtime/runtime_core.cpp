@@ -35,7 +35,7 @@ Job& job_of(QueueItem* item) { return static_cast<Job&>(*item); }
 
 // A running job past its deadline, as reported at `now`. Requires the runtime's lock.
 Overrun overrun_of(const Job& job, TimePoint now) {
-  return {.worker = job.worker, .id = job.id, .kind = std::string{job.kind}, .deadline = job.deadline,
+  return {.worker = job.worker, .id = job.id, .kind = std::string{job.kind()}, .deadline = job.deadline,
           .started_at = job.started_at, .past_deadline = -job.deadline.slack(now)};
 }
 
@@ -115,7 +115,7 @@ void RuntimeCore::start() {
 
 KindState& RuntimeCore::kind_state_locked(const std::string& kind) {
   auto [it, made] = kinds_.try_emplace(kind);
-  if (made) it->second.name = it->first;  // a map's keys stay where they are
+  if (made) it->second.name = &it->first;  // a map's keys stay where they are
   return it->second;
 }
 
@@ -179,14 +179,12 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
   const Resolved states = resolve(spec.kind, spec.estimate_key);
   KindState& ks = *states.kind;
   EstimateState& es = *states.estimate;
-  job->kind = ks.name;
-  if (!spec.idempotency_key.empty()) {
-    job->idempotency_key = std::make_unique<std::string>(std::move(spec.idempotency_key));
-  }
+  job->kind_name = ks.name;
+  if (!spec.idempotency_key.empty()) job->cold().idempotency_key = std::move(spec.idempotency_key);
   const std::string& estimate_key = spec.estimate_key.empty() ? spec.kind : spec.estimate_key;
   job->priority = spec.priority;
   job->handler = std::move(handler);
-  job->awaitable = std::move(awaitable);
+  if (awaitable) job->cold().awaitable = std::move(awaitable);
   job->on_outcome = std::move(on_outcome);
   job->core = this;
 
@@ -212,7 +210,7 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
     // they publish its outcome. A parent cancelled before admission finds the job pending
     // (the callback then does nothing): the check after admission covers that. The callback
     // holds only a weak reference, as the job owns the registration.
-    job->parent_link = spec.parent.on_cancel([weak = std::weak_ptr<Job>{job}]() noexcept {
+    job->cold().parent_link = spec.parent.on_cancel([weak = std::weak_ptr<Job>{job}]() noexcept {
       if (auto j = weak.lock()) cancel_from_outside(*j, CancelCause::upstream);
     });
   }
@@ -352,7 +350,7 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<J
         finished.reset();
       }
       finish_dropped(dropped_jobs);
-      if (started && started->awaitable) {
+      if (started && started->awaitable() != nullptr) {
         // It keeps its slot, not this thread: start it on its executor and look for more.
         launch_awaitable(started, *this, options_.budget);
         started.reset();
@@ -421,11 +419,11 @@ std::shared_ptr<Job> RuntimeCore::start(Job& job, TimePoint now, std::size_t wor
   while (slots_[slot].job != nullptr) ++slot;
   job.phase = Job::Phase::running;
   job.started_at = now;
-  job.worker = slot;
+  job.worker = static_cast<std::uint32_t>(slot);
   job.started_.store(true, std::memory_order_release);  // pairs with JobHandle::progress
   if (job.group != 0) ++job.kind_state->running;  // see KindState::running
   ++running_count_;
-  if (job.awaitable) ++detached_;
+  if (job.awaitable() != nullptr) ++detached_;
   // The tail estimate, less what has run: for a kind of fixed length that is what is left; for
   // a memoryless one (exponential run times) it stays near the mean on average.
   slots_[slot] = {.job = &job, .expected_end = saturating_add(now, job.estimate), .group = job.group};
@@ -786,7 +784,7 @@ void RuntimeCore::finish_unstarted(Job& job, State state, Reason reason, CancelC
   const TimePoint now = Clock::now();
   Outcome o;
   o.id = job.id;
-  o.kind = job.kind;
+  o.kind = job.kind();
   o.state = state;
   o.reason = reason;
   o.cause = cause;

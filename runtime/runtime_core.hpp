@@ -54,7 +54,7 @@ namespace sandglass::detail {
 
 // What the runtime knows about one kind of job: its bulkhead.
 struct KindState {
-  std::string_view name;    // the kind, held by the runtime's table of kinds
+  const std::string* name = nullptr;  // the kind: the key in the runtime's table of kinds
   std::uint32_t group = 0;  // bulkhead group, zero when the kind is unlimited
   std::size_t limit = 0;    // most running at once (when group != 0)
   // Running jobs of a bulkhead kind (group != 0); guarded by the runtime's mutex. Not counted

@@ -99,12 +99,12 @@ namespace sandglass {
 
 struct QueueItem {
   Deadline deadline;
-  Priority priority = Priority::normal;
   // The run time that must fit before the deadline (a tail estimate); zero: unknown.
   Duration estimate{};
   // The run time counted as work ahead of later items (a central estimate); zero: `estimate`.
   Duration work{};
   std::uint32_t group = 0;  // bulkhead group; zero: none
+  Priority priority = Priority::normal;  // beside `group` and the flags below: no padding
 
  private:
   friend class DeadlineQueue;
