@@ -315,6 +315,7 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<J
   // The runtime's own reference to `finished`, taken out under the lock and dropped after it
   // (this worker holds another): one atomic decrement fewer inside the critical section.
   std::shared_ptr<Job> finished_self;
+  queue_.prefetch_inbox();  // its lines arrive while we wait for the lock
   Lock lock = lock_hot_path();
   const bool sample = finished && record_finished(*finished, outcome, finished_self);
   for (bool first = true;; first = false) {

@@ -201,6 +201,11 @@ class DeadlineQueue {
   // may have gone to sleep in between (it saw the inbox empty because of that splice).
   std::uint64_t spliced_total() const noexcept { return spliced_total_; }
   bool inbox_empty() const noexcept { return inbox_.load(std::memory_order_seq_cst) == nullptr; }
+  // Asks the processor to fetch the newest inbox item's fields that splice() writes (they were
+  // written last by its submitter, on another core), for an owner about to wait for its lock
+  // and then splice. A hint: any thread, changes nothing; the item may be gone by then
+  // (a prefetch never faults).
+  void prefetch_inbox() const noexcept;
 
   // The predicted start of `item` if it were admitted at `now` (see the file comment); for
   // reporting and tests. O(log n).
