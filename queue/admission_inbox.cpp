@@ -105,6 +105,13 @@ bool DeadlineQueue::fits(const QueueItem& item, std::size_t cls, TimePoint now, 
   return saturating_add(start, item.estimate) <= item.deadline.time_point();
 }
 
+void DeadlineQueue::prefetch_inbox() const noexcept {
+  const QueueItem* newest = inbox_.load(std::memory_order_relaxed);
+  if (newest == nullptr) return;
+  const char* bytes = reinterpret_cast<const char*>(newest);
+  for (std::size_t at = 0; at < sizeof(QueueItem); at += 64) __builtin_prefetch(bytes + at, 1);
+}
+
 void DeadlineQueue::splice() {
   // Pairs with the push in admit_lock_free; seq_cst, as a worker's look at the inbox before
   // it sleeps is (see the runtime's IdleWorkers).

@@ -51,9 +51,10 @@ class EstimateState {
   const std::string kind_;  // the kind of the job that first used the key
   std::mutex estimator_mu_;
   ServiceTimeEstimator estimator_;  // guarded by estimator_mu_
-  // Relaxed: each is a figure on its own; a reader that must see a run's sample (a waiter on
+  // On a line of their own: submitters read them for every job, and the estimator beside them
+  // is written for every run. Relaxed: each is a figure on its own; a reader that must see a run's sample (a waiter on
   // that job's outcome) is ordered by the outcome's publication, which comes after record().
-  std::atomic<Duration::rep> tail_ns_{0};
+  alignas(64) std::atomic<Duration::rep> tail_ns_{0};
   std::atomic<Duration::rep> central_ns_{0};
   std::atomic<TimePoint::rep> age_due_ns_{TimePoint::max().time_since_epoch().count()};
 };

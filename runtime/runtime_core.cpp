@@ -35,7 +35,7 @@ Job& job_of(QueueItem* item) { return static_cast<Job&>(*item); }
 
 // A running job past its deadline, as reported at `now`. Requires the runtime's lock.
 Overrun overrun_of(const Job& job, TimePoint now) {
-  return {.worker = job.worker, .id = job.id, .kind = std::string{job.kind}, .deadline = job.deadline,
+  return {.worker = job.worker, .id = job.id, .kind = std::string{job.kind()}, .deadline = job.deadline,
           .started_at = job.started_at, .past_deadline = -job.deadline.slack(now)};
 }
 
@@ -115,7 +115,7 @@ void RuntimeCore::start() {
 
 KindState& RuntimeCore::kind_state_locked(const std::string& kind) {
   auto [it, made] = kinds_.try_emplace(kind);
-  if (made) it->second.name = it->first;  // a map's keys stay where they are
+  if (made) it->second.name = &it->first;  // a map's keys stay where they are
   return it->second;
 }
 
@@ -179,14 +179,12 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
   const Resolved states = resolve(spec.kind, spec.estimate_key);
   KindState& ks = *states.kind;
   EstimateState& es = *states.estimate;
-  job->kind = ks.name;
-  if (!spec.idempotency_key.empty()) {
-    job->idempotency_key = std::make_unique<std::string>(std::move(spec.idempotency_key));
-  }
+  job->kind_name = ks.name;
+  if (!spec.idempotency_key.empty()) job->cold().idempotency_key = std::move(spec.idempotency_key);
   const std::string& estimate_key = spec.estimate_key.empty() ? spec.kind : spec.estimate_key;
   job->priority = spec.priority;
   job->handler = std::move(handler);
-  job->awaitable = std::move(awaitable);
+  if (awaitable) job->cold().awaitable = std::move(awaitable);
   job->on_outcome = std::move(on_outcome);
   job->core = this;
 
@@ -212,7 +210,7 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
     // they publish its outcome. A parent cancelled before admission finds the job pending
     // (the callback then does nothing): the check after admission covers that. The callback
     // holds only a weak reference, as the job owns the registration.
-    job->parent_link = spec.parent.on_cancel([weak = std::weak_ptr<Job>{job}]() noexcept {
+    job->cold().parent_link = spec.parent.on_cancel([weak = std::weak_ptr<Job>{job}]() noexcept {
       if (auto j = weak.lock()) cancel_from_outside(*j, CancelCause::upstream);
     });
   }
@@ -314,8 +312,12 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<J
   // One clock read per transition: the end of the run just finished is the `now` of this pop.
   TimePoint now = finished ? saturating_add(finished->started_at, outcome.timings.run_time)
                            : Clock::now();
+  // The runtime's own reference to `finished`, taken out under the lock and dropped after it
+  // (this worker holds another): one atomic decrement fewer inside the critical section.
+  std::shared_ptr<Job> finished_self;
+  queue_.prefetch_inbox();  // its lines arrive while we wait for the lock
   Lock lock = lock_hot_path();
-  const bool sample = finished && record_finished(*finished, outcome);
+  const bool sample = finished && record_finished(*finished, outcome, finished_self);
   for (bool first = true;; first = false) {
     if (!first) now = Clock::now();
     // A job starts only into a free run slot (jobs that hold no thread keep theirs).
@@ -326,11 +328,17 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<J
     std::shared_ptr<Job> started =
         item != nullptr ? start(job_of(item), now, worker, wake_timer) : nullptr;
     // More work than this worker: pass the wake-up on (submitters skip it while one spins).
-    const bool wake_another = started && !queue_.empty();
+    // The started job still holds its reservation (released below), so more means two.
+    const bool wake_another = started && queue_.size() > 1;
     if (started || finished || !dropped_jobs.empty()) {
       // Outcomes are published outside the lock, and before this worker may sleep.
       if (!dropped_jobs.empty()) notify_if_drained();
       lock.unlock();
+      // After unlocking: the release is two read-modify-writes on a line every submitter
+      // writes too, the costliest part of a start, and the lock need not wait for it. The
+      // slot's end was published under the lock, before this (see start()).
+      if (started) queue_.release(*started);
+      finished_self.reset();  // before use_count() below
       if (wake_another) idle_.wake_one();
       if (wake_timer) timer_wake_.notify_one();
       if (finished) {
@@ -343,7 +351,7 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<J
         finished.reset();
       }
       finish_dropped(dropped_jobs);
-      if (started && started->awaitable) {
+      if (started && started->awaitable() != nullptr) {
         // It keeps its slot, not this thread: start it on its executor and look for more.
         launch_awaitable(started, *this, options_.budget);
         started.reset();
@@ -388,9 +396,10 @@ void RuntimeCore::finish_detached(std::shared_ptr<Job> job, Outcome&& outcome) n
   const TimePoint end = saturating_add(job->started_at, outcome.timings.run_time);
   bool sample = false;
   bool wake_worker = false;
+  std::shared_ptr<Job> self;  // dropped after unlocking (`job` holds another reference)
   {
     Lock lock = lock_hot_path();
-    sample = record_finished(*job, outcome);
+    sample = record_finished(*job, outcome, self);
     // A slot is free: a worker may start what waits for one.
     wake_worker = !queue_.empty();
   }
@@ -411,31 +420,30 @@ std::shared_ptr<Job> RuntimeCore::start(Job& job, TimePoint now, std::size_t wor
   while (slots_[slot].job != nullptr) ++slot;
   job.phase = Job::Phase::running;
   job.started_at = now;
-  job.worker = slot;
+  job.worker = static_cast<std::uint32_t>(slot);
   job.started_.store(true, std::memory_order_release);  // pairs with JobHandle::progress
-  ++job.kind_state->running;
+  if (job.group != 0) ++job.kind_state->running;  // see KindState::running
   ++running_count_;
-  if (job.awaitable) ++detached_;
+  if (job.awaitable() != nullptr) ++detached_;
   // The tail estimate, less what has run: for a kind of fixed length that is what is left; for
   // a memoryless one (exponential run times) it stays near the mean on average.
   slots_[slot] = {.job = &job, .expected_end = saturating_add(now, job.estimate), .group = job.group};
-  // Published, then the queue's reservation given back: a lock-free admission in between
-  // counts the job in one of the two (see DeadlineQueue::take).
+  // Published here, then the queue's reservation given back by the caller (next_job, after
+  // unlocking): a lock-free admission in between counts the job in one of the two (see
+  // DeadlineQueue::take).
   slot_ends_[slot].ns.store(slots_[slot].expected_end.time_since_epoch().count(),
                             std::memory_order_seq_cst);
-  queue_.release(job);
   wake_timer = wake_timer_for(job.deadline);
   return job.self;
 }
 
-bool RuntimeCore::record_finished(Job& job, const Outcome& outcome) {
+bool RuntimeCore::record_finished(Job& job, const Outcome& outcome, std::shared_ptr<Job>& self) {
   slots_[job.worker].job = nullptr;
   slot_ends_[job.worker].ns.store(TimePoint::min().time_since_epoch().count(), std::memory_order_relaxed);
   --running_count_;
   job.phase = Job::Phase::finished;
-  job.self.reset();  // the worker still holds its own reference
-  KindState& ks = *job.kind_state;
-  --ks.running;
+  self = std::move(job.self);  // the worker still holds its own reference
+  if (job.group != 0) --job.kind_state->running;
   // The group's slot is free: this worker's next pop unparks the group's next item itself.
   // Completed and failed runs are whole samples; a run stopped by its deadline is a lower
   // bound worth keeping (dropping it would teach the estimator that the kind is fast).
@@ -777,7 +785,7 @@ void RuntimeCore::finish_unstarted(Job& job, State state, Reason reason, CancelC
   const TimePoint now = Clock::now();
   Outcome o;
   o.id = job.id;
-  o.kind = job.kind;
+  o.kind = job.kind();
   o.state = state;
   o.reason = reason;
   o.cause = cause;

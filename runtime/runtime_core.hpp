@@ -54,10 +54,13 @@ namespace sandglass::detail {
 
 // What the runtime knows about one kind of job: its bulkhead.
 struct KindState {
-  std::string_view name;    // the kind, held by the runtime's table of kinds
+  const std::string* name = nullptr;  // the kind: the key in the runtime's table of kinds
   std::uint32_t group = 0;  // bulkhead group, zero when the kind is unlimited
   std::size_t limit = 0;    // most running at once (when group != 0)
-  std::size_t running = 0;  // guarded by the runtime's mutex
+  // Running jobs of a bulkhead kind (group != 0); guarded by the runtime's mutex. Not counted
+  // for other kinds: their state stays read-only once made, so the submitters that read
+  // `name` and `group` for every job do not lose the cache line to workers writing this.
+  std::size_t running = 0;
 };
 
 class RuntimeCore final : public JobSource {
@@ -123,15 +126,18 @@ class RuntimeCore final : public JobSource {
                          std::vector<Overrun>& overruns);
   // When `job` (running, past its deadline) counts as overrunning.
   Deadline overrun_due(const Job& job) const noexcept;
-  // Marks a popped job running in a free run slot (`worker`'s own if free) and returns a
-  // reference to it; requires mu_ and a free slot.
+  // Marks a taken job running in a free run slot (`worker`'s own if free) and returns a
+  // reference to it; requires mu_ and a free slot. The caller gives back the job's queue
+  // reservation (DeadlineQueue::release) afterwards, with or without mu_.
   // `wake_timer`: as wake_timer_for says.
   std::shared_ptr<Job> start(Job& job, TimePoint now, std::size_t worker, bool& wake_timer);
   // The running jobs whose overrun is due at `now`, earliest deadline first; requires mu_.
   std::vector<const Job*> overrunning(TimePoint now) const;
-  // The bookkeeping when a handler returned: run slot, bulkhead; requires mu_. True if the
-  // run is a sample for its kind's estimate (the caller records it after unlocking).
-  bool record_finished(Job& job, const Outcome& outcome);
+  // The bookkeeping when a handler returned: run slot, bulkhead; requires mu_. Moves the
+  // runtime's own reference to the job into `self`, for the caller to drop after unlocking.
+  // True if the run is a sample for its kind's estimate (the caller records it after
+  // unlocking).
+  bool record_finished(Job& job, const Outcome& outcome, std::shared_ptr<Job>& self);
   // The state of `kind`, and that of estimate key `key` (for a job of `kind`), made on first
   // use; require kinds_mu_. The references live as long as this.
   KindState& kind_state_locked(const std::string& kind);
@@ -184,8 +190,18 @@ class RuntimeCore final : public JobSource {
 
   const RuntimeOptions options_;
 
-  mutable std::mutex mu_;
-  mutable IdleWorkers idle_;  // a job may start, or workers should stop (stats() may wake one)
+  // Cache lines: mu_ and what it guards that workers write for every job (running_count_,
+  // the run slots) are written by whoever holds it; what submitters touch without the lock
+  // for every job (idle_, spinning_, the timer's sleep, next_id_, peak_queued_) sits on lines
+  // of its own, so that neither side takes a line from the other it does not need.
+  alignas(64) mutable std::mutex mu_;
+  std::size_t running_count_ = 0;                     // slots taken; guarded by mu_
+  std::size_t detached_ = 0;  // awaitable jobs started, outcome not yet published; guarded
+  bool closing_ = false;                              // guarded by mu_
+  bool stop_workers_ = false;                         // guarded by mu_
+  bool stop_timer_ = false;                           // guarded by mu_
+  // A job may start, or workers should stop (stats() may wake one). Read by submitters.
+  alignas(64) mutable IdleWorkers idle_;
   std::condition_variable timer_wake_;  // an earlier deadline exists, or the timer should stop
   std::condition_variable drained_;     // queue and running set became empty while closing
   // Guarded by mu_, but for its lock-free admission (mutable: stats() links its inbox).
@@ -212,22 +228,20 @@ class RuntimeCore final : public JobSource {
   const std::uint64_t serial_;  // tells this runtime from others in the per-thread caches
   std::vector<KindState*> groups_;                    // by group - 1; guarded by mu_
   std::function<bool(std::uint32_t)> can_start_;      // reads groups_; called under mu_
-  // An idle worker spins: submitters need not wake one. Written under mu_; relaxed, a hint.
-  std::atomic<bool> spinning_{false};
-  std::size_t running_count_ = 0;                     // slots taken; guarded by mu_
-  std::size_t detached_ = 0;  // awaitable jobs started, outcome not yet published; guarded
   const std::size_t cores_ = std::max(1u, std::thread::hardware_concurrency());
-  std::atomic<std::size_t> peak_queued_{0};  // raised by submitters; relaxed, a statistic
+
+  // Read by submitters for every job, written rarely (when a worker starts or stops spinning,
+  // when the timer sleeps or wakes).
+  // An idle worker spins: submitters need not wake one. Written under mu_; relaxed, a hint.
+  alignas(64) std::atomic<bool> spinning_{false};
   // Until when the timer sleeps (min(): awake). Written under mu_; a lock-free submitter reads
   // it after pushing its job (seq_cst, pairs with the timer's store before it looks at the
   // inbox a last time): either the timer sees the job, or the submitter sees it asleep.
   std::atomic<TimePoint::rep> timer_sleeps_until_{TimePoint::max().time_since_epoch().count()};
-  bool closing_ = false;                              // guarded by mu_
-  bool stop_workers_ = false;                         // guarded by mu_
-  bool stop_timer_ = false;                           // guarded by mu_
 
   // Written by submitters: apart from what workers write.
   alignas(64) std::atomic<JobId> next_id_{1};  // less one: the submissions so far
+  std::atomic<std::size_t> peak_queued_{0};  // raised by submitters; relaxed, a statistic
   // Outcomes published, by reason: a row per worker (so that workers do not take one cache
   // line from each other for every job) and a last, shared row for everyone else. Relaxed,
   // and added to before the outcome is published: a reader that saw an outcome (acquire) sees
@@ -235,8 +249,7 @@ class RuntimeCore final : public JobSource {
   struct alignas(64) OutcomeCounts {
     std::array<std::atomic<std::uint64_t>, kReasonCount> by_reason{};
   };
-  std::unique_ptr<OutcomeCounts[]> outcome_counts_;
-
+  alignas(64) std::unique_ptr<OutcomeCounts[]> outcome_counts_;  // read for every outcome
   std::size_t outside_calls_ = 0;                     // in cancel_from_outside; guarded by mu_
 
   std::mutex shutdown_mu_;  // serialises shutdown_until

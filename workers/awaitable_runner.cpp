@@ -23,25 +23,25 @@ asio::awaitable<void> run_body(AwaitableRun* run) { co_await run->handler.fn(*ru
 }  // namespace
 
 void launch_awaitable(const std::shared_ptr<Job>& job, JobSource& source, const BudgetPolicy& policy) {
-  auto strand = asio::make_strand(job->awaitable->handler.executor);
+  auto strand = asio::make_strand(job->awaitable()->handler.executor);
   // Everything from here on happens on the strand: the bridge's emits, the co_spawn that binds
   // the signal's slot, the coroutine and its completion never race.
   asio::post(strand, [job, &source, &policy, strand]() mutable {
-    AwaitableRun& run = *job->awaitable;
-    run.ctx.emplace(job->id, job->kind, job->deadline, job->token(), policy,
-                    job->idempotency_key_view());
+    AwaitableRun& run = *job->awaitable();
+    run.ctx.emplace(job->id, job->kind(), job->deadline, job->token(), policy,
+                    job->idempotency_key());
     // A cancellation reaches the coroutine as a terminal Asio cancellation, emitted on the
     // strand (a cancellation_signal is not thread-safe). If the job is cancelled already, this
     // posts the emit at once; it runs after this function, once the slot is bound below.
     run.bridge = run.ctx->token().on_cancel([weak = std::weak_ptr<Job>{job}, strand]() noexcept {
       asio::post(strand, [weak] {
         const std::shared_ptr<Job> j = weak.lock();
-        if (j && !j->awaitable->done) j->awaitable->signal.emit(asio::cancellation_type::terminal);
+        if (j && !j->awaitable()->done) j->awaitable()->signal.emit(asio::cancellation_type::terminal);
       });
     });
     auto completion = [job, &source](std::exception_ptr error) mutable {
       // On the strand: the coroutine is over.
-      AwaitableRun& r = *job->awaitable;
+      AwaitableRun& r = *job->awaitable();
       r.done = true;     // an emit still queued does nothing
       r.bridge.reset();  // and no more are posted
       Outcome o = begin_outcome(*job);

@@ -11,7 +11,8 @@ Job::~Job() { delete waiters_.load(std::memory_order_acquire); }
 
 void Job::publish(Outcome&& outcome, bool kept) {
   handler = nullptr;     // release what the handler captured as soon as the job is over
-  parent_link.reset();   // the parent may outlive the runtime; blocks while its callback runs
+  // The parent may outlive the runtime; blocks while its callback runs.
+  if (cold_parts) cold_parts->parent_link.reset();
   // Without a reader the callback gets the caller's outcome as it is.
   if (kept) outcome_ = std::make_unique<Outcome>(std::move(outcome));
   // Also the release that publishes the outcome to whoever acquires done_.

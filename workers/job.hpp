@@ -43,6 +43,15 @@ struct Job : QueueItem {
   Job& operator=(const Job&) = delete;
   ~Job();
 
+  // What only some jobs have, made for the first of them (cold()): a queued job without them
+  // carries one pointer instead.
+  struct Cold {
+    // An awaitable job's (then `handler` is empty; see awaitable_runner.hpp).
+    std::unique_ptr<AwaitableRun> awaitable;
+    std::string idempotency_key;
+    CancelRegistration parent_link;  // reset when the outcome is published
+  };
+
   // --- Written when the job is made.
   JobId id = 0;
   Duration budget{};
@@ -60,21 +69,26 @@ struct Job : QueueItem {
   // running set link it by address, and the timer take a reference to what it cancels.
   std::shared_ptr<Job> self;
   JobHandler handler;
-  // Cold: only an awaitable job has it (then `handler` is empty; see awaitable_runner.hpp).
-  std::unique_ptr<AwaitableRun> awaitable;
   OutcomeCallback on_outcome;
-  std::string_view kind;  // held by the runtime (its table of kinds), which outlives the
-                          // job's every read of it: each happens before its outcome is out
-  // Cold: made only when the submitter gave a key.
-  std::unique_ptr<std::string> idempotency_key;
-  std::string_view idempotency_key_view() const noexcept {
-    return idempotency_key ? std::string_view{*idempotency_key} : std::string_view{};
+  // The kind, held by the runtime (its table of kinds), which outlives the job's every read of
+  // it: each happens before its outcome is out.
+  const std::string* kind_name = nullptr;
+  std::string_view kind() const noexcept { return *kind_name; }
+  std::unique_ptr<Cold> cold_parts;  // see Cold; made by cold()
+  Cold& cold() {
+    if (!cold_parts) cold_parts = std::make_unique<Cold>();
+    return *cold_parts;
   }
-  CancelRegistration parent_link;      // reset when the outcome is published
+  AwaitableRun* awaitable() const noexcept {
+    return cold_parts ? cold_parts->awaitable.get() : nullptr;
+  }
+  std::string_view idempotency_key() const noexcept {
+    return cold_parts ? std::string_view{cold_parts->idempotency_key} : std::string_view{};
+  }
 
   // --- Written when the job starts.
   TimePoint started_at;
-  std::size_t worker;                  // its run slot (a blocking job's: its worker's index)
+  std::uint32_t worker;                // its run slot (a blocking job's: its worker's index)
 
   // Trivially set up (two words); only a registration allocates (see cancel.hpp).
   CancelState& cancel_state() noexcept { return cancel_state_; }
@@ -115,14 +129,16 @@ struct Job : QueueItem {
   Waiters& waiters();
   const Outcome& published_outcome() const noexcept { return *outcome_; }
 
+  // Callers between pin_core() and unpin_core(). A pinner increments it and then reads done_;
+  // publish sets done_ and then waits for it to be zero (all seq_cst), so either the pinner
+  // sees the job finished, or publish waits until the pinner has registered with the runtime.
+  // First, beside `worker`: no padding.
+  std::atomic<std::uint32_t> pins_{0};
+
   // Publication: the outcome is constructed, then done_ is set, and it never changes after.
   // A waiter installs waiters_ and then reads done_; publish sets done_ and then reads
   // waiters_ (all seq_cst), so at least one of them sees the other.
   std::atomic<Waiters*> waiters_{nullptr};
-  // Callers between pin_core() and unpin_core(). A pinner increments it and then reads done_;
-  // publish sets done_ and then waits for it to be zero (all seq_cst), so either the pinner
-  // sees the job finished, or publish waits until the pinner has registered with the runtime.
-  std::atomic<std::uint32_t> pins_{0};
   CancelState cancel_state_;
   // Made when the outcome is published, and only if a handle may read it: a queued job does
   // not carry room for its outcome. Written before done_ is set, never after.

@@ -37,7 +37,7 @@ void record_throw(Outcome& o, const JobContext& ctx, CancelCause cause, std::str
 Outcome begin_outcome(const Job& job) {
   Outcome o;
   o.id = job.id;
-  o.kind = job.kind;
+  o.kind = job.kind();
   o.timings.budget = job.budget;
   o.timings.queue_wait = job.started_at - job.enqueued_at;
   o.timings.remaining_at_start = job.deadline.slack(job.started_at);
@@ -96,8 +96,7 @@ Outcome run_job(Job& job, const BudgetPolicy& policy) noexcept {
   Outcome o = begin_outcome(job);
   // The context goes before the outcome is complete (the handler's on_cancel registrations went
   // with its scopes).
-  JobContext ctx{job.id, job.kind, job.deadline, job.token(), policy,
-                 job.idempotency_key_view()};
+  JobContext ctx{job.id, job.kind(), job.deadline, job.token(), policy, job.idempotency_key()};
   std::exception_ptr error;
   try {
     const CallbackScope scope{job.core};

@@ -99,12 +99,12 @@ namespace sandglass {
 
 struct QueueItem {
   Deadline deadline;
-  Priority priority = Priority::normal;
   // The run time that must fit before the deadline (a tail estimate); zero: unknown.
   Duration estimate{};
   // The run time counted as work ahead of later items (a central estimate); zero: `estimate`.
   Duration work{};
   std::uint32_t group = 0;  // bulkhead group; zero: none
+  Priority priority = Priority::normal;  // beside `group` and the flags below: no padding
 
  private:
   friend class DeadlineQueue;
@@ -201,6 +201,11 @@ class DeadlineQueue {
   // may have gone to sleep in between (it saw the inbox empty because of that splice).
   std::uint64_t spliced_total() const noexcept { return spliced_total_; }
   bool inbox_empty() const noexcept { return inbox_.load(std::memory_order_seq_cst) == nullptr; }
+  // Asks the processor to fetch the newest inbox item's fields that splice() writes (they were
+  // written last by its submitter, on another core), for an owner about to wait for its lock
+  // and then splice. A hint: any thread, changes nothing; the item may be gone by then
+  // (a prefetch never faults).
+  void prefetch_inbox() const noexcept;
 
   // The predicted start of `item` if it were admitted at `now` (see the file comment); for
   // reporting and tests. O(log n).
