@@ -183,10 +183,13 @@ void ClusterNode::Impl::run_claimed(Claimed job) {
     return;
   }
   {
+    const Duration tail = estimates(kind_name).second;  // estimates_mu_, not under held_mu_
+    const TimePoint now = Clock::now();
     std::lock_guard lock{held_mu_};
     // A cancel whose NOTIFY came between the claim's commit and this line (cancel_local).
     const bool cancelled_early = early_cancels_.erase(id) > 0;
-    held_jobs_[id] = Held{.attempt = attempt, .cancel_pending = cancelled_early, .claimed_at = Clock::now()};
+    held_jobs_[id] = Held{.attempt = attempt, .cancel_pending = cancelled_early, .claimed_at = now,
+                          .expected_end = now + tail};
   }
   JobHandler wrapped = [this, id, inner = std::move(handler)](JobContext& ctx) mutable {
     set_context(id, &ctx);

@@ -18,6 +18,11 @@ void ClusterNode::Impl::heartbeat_loop(std::stop_token st) {
     }
     if (st.stop_requested()) return;
     std::vector<std::int64_t> ids, attempts;
+    const TimePoint now = Clock::now();
+    // What this node runs, for cluster admission (migrations/006_running_work.sql): the jobs it
+    // holds and their expected rest, as a lone daemon's admission counts its run slots.
+    std::int64_t busy = 0;
+    Duration running_rest{};
     {
       std::lock_guard lock{held_mu_};
       for (auto& [id, h] : held_jobs_) {
@@ -25,14 +30,17 @@ void ClusterNode::Impl::heartbeat_loop(std::stop_token st) {
           ids.push_back(static_cast<std::int64_t>(id));
           attempts.push_back(h.attempt);
         }
+        ++busy;
+        running_rest += std::max(h.expected_end - now, Duration::zero());
       }
     }
-    const TimePoint now = Clock::now();
     if (ids.empty() && now < next_beat) continue;
     try {
       ensure(db);
-      const PgRows alive = db->exec("SELECT sandglass_heartbeat($1, $2::bigint[], $3::int[])",
-                                    {owner_, int_array(ids), int_array(attempts)});
+      const PgRows alive = db->exec(
+          "SELECT sandglass_heartbeat($1, $2::bigint[], $3::int[], $4::int, $5::bigint)",
+          {owner_, int_array(ids), int_array(attempts), std::to_string(busy),
+           std::to_string(us_of(running_rest))});
       {
         std::lock_guard lock{held_mu_};
         for (const std::int64_t id : ids) {

@@ -91,6 +91,7 @@ class ClusterNode::Impl {
     bool commit_written = false;
     bool cancel_pending = false;    // a cancel came before the handle
     TimePoint claimed_at{};
+    TimePoint expected_end{};  // claimed_at + the kind's tail estimate: the heartbeat reports the rest
   };
 
   struct Finish {
