@@ -11,6 +11,13 @@
 // sandglass_finish and sandglass_heartbeat with batched forms of the same rules, and
 // 004_exchange.sql added sandglass_finish_claim (outcomes and the next claim in one statement)
 // and sandglass_submit_claim (admission, with claims at insert), and plans them once per session.
+// 005_take_back.sql takes back claims whose answer was lost (lost_claims.cpp) and puts admission
+// in one function, sandglass_admit; 006_running_work.sql adds to it the running jobs' expected
+// rest, which each node reports with its heartbeat (heartbeat.cpp).
+// - Admission: sandglass_admit — the lone daemon's order and reasons, with the queued work of
+//   the job's class and higher ones from the counters plus, while no worker is idle, the
+//   running rest, divided by the live nodes' workers. A node refuses alone only what that rule
+//   refuses with nothing ahead (intake.cpp, refused_here).
 // - The clock: the database's. A deadline is written as clock_timestamp() + the budget left at
 //   insert (sandglass_submit_claim); every "is it too late" is decided in SQL by that clock
 //   (sandglass_claim, sandglass_sweep). A node only receives "remaining_us" at a claim and turns
