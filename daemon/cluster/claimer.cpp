@@ -111,20 +111,15 @@ bool ClusterNode::Impl::exchange(PgSession& db, const std::vector<Finish>& outco
   const OutcomeArrays o = outcome_arrays(outcomes);
   const std::vector<std::int64_t> tails = limit > 0 ? served_tails() : std::vector<std::int64_t>{};
   const TimePoint asked = Clock::now();
-  const PgRows rows = [&] {
-    try {
-      return db.exec(
-          "SELECT written, job_id, kind, args, priority, attempt, remaining_us, retired FROM "
-          "sandglass_finish_claim($1, $2, $3::bigint[], $4::int[], $5::text[], $6::text[], "
-          "$7::text[], $8::boolean[], $9::text[], $10::text[], $11::bigint[], $12, $13::text[], "
-          "$14::bigint[])",
-          {owner_, node_, o.ids, o.attempts, o.states, o.reasons, o.causes, o.committed,
-           o.results, o.errors, o.run_us, std::to_string(limit), served_array_, int_array(tails)});
-    } catch (const PgError&) {
-      if (limit > 0) claims_unknown();  // the claim may have committed all the same
-      throw;
-    }
-  }();
+  const PgRows rows = exec_claiming(
+      db,
+      "SELECT written, job_id, kind, args, priority, attempt, remaining_us, retired FROM "
+      "sandglass_finish_claim($1, $2, $3::bigint[], $4::int[], $5::text[], $6::text[], "
+      "$7::text[], $8::boolean[], $9::text[], $10::text[], $11::bigint[], $12, $13::text[], "
+      "$14::bigint[])",
+      {owner_, node_, o.ids, o.attempts, o.states, o.reasons, o.causes, o.committed, o.results,
+       o.errors, o.run_us, std::to_string(limit), served_array_, int_array(tails)},
+      /*may_claim=*/limit > 0);
   const TimePoint answered = Clock::now();
   std::vector<JobId> written;
   std::vector<Claimed> claimed;

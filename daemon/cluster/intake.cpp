@@ -15,14 +15,19 @@ namespace sandglass::daemon::cluster {
 // rule with no work ahead). Such a submission costs no statement and no wait for an intake
 // thread. When the queue is also full, this answers deadline_implausible where the database
 // would say queue_full: the order of a lone daemon's admission.
-std::optional<HttpResponse> ClusterNode::Impl::refused_here(const JobRequest& req, TimePoint arrived_at) {
+ClusterNode::Impl::BudgetLeft ClusterNode::Impl::budget_left(const JobRequest& req,
+                                                             TimePoint arrived_at) const {
   const Duration budget = budget_.grant(req.budget).budget;
-  const Duration left = budget - std::min(budget, budget_.reserve) - (Clock::now() - arrived_at);
+  return {.budget = budget,
+          .left = budget - std::min(budget, budget_.reserve) - (Clock::now() - arrived_at)};
+}
+
+std::optional<HttpResponse> ClusterNode::Impl::refused_here(const JobRequest& req, Duration left,
+                                                            Duration tail) {
   if (left < budget_.min_useful) {
     return rejection(req.kind, Reason::budget_too_small, "less budget left than the minimum useful duration");
   }
   if (!req.idempotency_key.empty() || !db_ok_.load(std::memory_order_relaxed)) return std::nullopt;
-  const Duration tail = estimates(req.kind).second;
   if (tail <= Duration::zero() || us_of(tail) <= us_of(left)) return std::nullopt;
   metrics_.refused_here.Increment();
   return rejection(req.kind, Reason::deadline_implausible,
@@ -31,7 +36,8 @@ std::optional<HttpResponse> ClusterNode::Impl::refused_here(const JobRequest& re
 }
 
 ClusterNode::ClientGone ClusterNode::Impl::submit(JobRequest req, TimePoint arrived_at, Respond respond) {
-  if (std::optional<HttpResponse> refused = refused_here(req, arrived_at)) {
+  if (std::optional<HttpResponse> refused =
+          refused_here(req, budget_left(req, arrived_at).left, estimates(req.kind).second)) {
     respond(std::move(*refused));
     return {};
   }
@@ -167,14 +173,12 @@ void ClusterNode::Impl::insert(PgSession& db, std::vector<Pending>& batch) {
   for (std::size_t i = 0; i < batch.size(); ++i) {
     if (!batch[i].respond) continue;  // answered on an earlier try
     const JobRequest& req = batch[i].request;
-    if (std::optional<HttpResponse> refused = refused_here(req, batch[i].arrived_at)) {
+    const auto [budget, left] = budget_left(req, batch[i].arrived_at);
+    const auto [work, tail] = estimates(req.kind);
+    if (std::optional<HttpResponse> refused = refused_here(req, left, tail)) {
       std::exchange(batch[i].respond, {})(std::move(*refused));  // the wait here used it up
       continue;
     }
-    const Duration budget = budget_.grant(req.budget).budget;
-    const Duration left =
-        budget - std::min(budget, budget_.reserve) - (Clock::now() - batch[i].arrived_at);
-    const auto [work, tail] = estimates(req.kind);
     const bool keyed = !req.idempotency_key.empty();
     if (!keyed && std::find(served_.begin(), served_.end(), req.kind) != served_.end()) ++claimable;
     kinds.emplace_back(req.kind);
@@ -208,21 +212,16 @@ void ClusterNode::Impl::insert(PgSession& db, std::vector<Pending>& batch) {
     ~Unreserve() { self->release_workers(n, /*for_claimer=*/true); }
   } unreserve{this, reserved};
   const TimePoint asked = Clock::now();
-  const PgRows rows = [&] {
-    try {
-      return db.exec(
-          "SELECT ord, job_id, verdict, remaining_us FROM sandglass_submit_claim($1, $2, $3, "
-          "$4::text[], $5::text[], $6::text[], $7::smallint[], $8::text[], $9::text[], "
-          "$10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14)",
-          {node_, owner_, std::to_string(reserved), served_array_, text_array(kinds),
-           text_array(args), int_array(priorities), text_array(keys), text_array(fingerprints),
-           int_array(remaining), int_array(budgets), int_array(works), int_array(tails),
-           std::to_string(config_.lease.count())});
-    } catch (const PgError&) {
-      if (reserved > 0) claims_unknown();  // its claims at insert may have committed all the same
-      throw;
-    }
-  }();
+  const PgRows rows = exec_claiming(
+      db,
+      "SELECT ord, job_id, verdict, remaining_us FROM sandglass_submit_claim($1, $2, $3, "
+      "$4::text[], $5::text[], $6::text[], $7::smallint[], $8::text[], $9::text[], "
+      "$10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14)",
+      {node_, owner_, std::to_string(reserved), served_array_, text_array(kinds), text_array(args),
+       int_array(priorities), text_array(keys), text_array(fingerprints), int_array(remaining),
+       int_array(budgets), int_array(works), int_array(tails),
+       std::to_string(config_.lease.count())},
+      /*may_claim=*/reserved > 0);  // claims at insert
   std::vector<Claimed> claimed;
   for (int r = 0; r < rows.rows(); ++r) {
     const std::size_t at = static_cast<std::size_t>(rows.integer(r, 0) - 1);

@@ -12,9 +12,18 @@
 
 namespace sandglass::daemon::cluster {
 
-void ClusterNode::Impl::claims_unknown() noexcept {
-  claims_unknown_.store(true, std::memory_order_relaxed);
-  wake_claimer();
+PgRows ClusterNode::Impl::exec_claiming(PgSession& db, const std::string& sql,
+                                        const std::vector<std::optional<std::string>>& params,
+                                        bool may_claim) {
+  try {
+    return db.exec(sql, params);
+  } catch (const PgError&) {
+    if (may_claim) {  // the claim may have committed all the same
+      claims_unknown_.store(true, std::memory_order_relaxed);
+      wake_claimer();
+    }
+    throw;
+  }
 }
 
 void ClusterNode::Impl::take_back_unheld(PgSession& db, const std::vector<Finish>& carried) {

@@ -137,9 +137,16 @@ class ClusterNode::Impl {
   void admitted(PgSession& db, const Pending& p, JobId id, std::string_view verdict,
                 const Respond& respond);
   static HttpResponse rejection(const std::string& kind, Reason reason, std::string_view why);
-  // A refusal this node can decide without the database (budget_too_small, or
-  // deadline_implausible when the tail estimate alone exceeds the time left); none: ask it.
-  std::optional<HttpResponse> refused_here(const JobRequest& req, TimePoint arrived_at);
+  // The budget a submission was granted, and what is left of it less the reserve.
+  struct BudgetLeft {
+    Duration budget;
+    Duration left;
+  };
+  BudgetLeft budget_left(const JobRequest& req, TimePoint arrived_at) const;
+  // A refusal this node can decide without the database, with `left` of the budget and the
+  // kind's `tail` estimate: budget_too_small, or deadline_implausible when the tail alone
+  // exceeds the time left; none: ask it.
+  std::optional<HttpResponse> refused_here(const JobRequest& req, Duration left, Duration tail);
   // The waiting client left. Like a lone daemon: a job without a key that nobody else here
   // waits for is cancelled (cause caller), wherever it runs.
   void client_left(JobId id, bool keyed);
@@ -176,9 +183,11 @@ class ClusterNode::Impl {
   void cancel_local(JobId id);
 
   // ---- lost claims (lost_claims.cpp)
-  // A statement that may claim failed: it may have committed without its answer arriving.
-  // Asks the claimer to take back what it finds (take_back_unheld).
-  void claims_unknown() noexcept;
+  // Runs a statement that claims jobs when `may_claim`. If it fails, it may have committed
+  // without its answer arriving: the claimer is then asked to take back what it finds
+  // (take_back_unheld), and the PgError goes on to the caller.
+  PgRows exec_claiming(PgSession& db, const std::string& sql,
+                       const std::vector<std::optional<std::string>>& params, bool may_claim);
   // On the claimer thread, while no other statement of this node claims: this owner's running
   // rows that are neither held here nor in an outcome not yet written (`carried`: the
   // claimer's) are given back by the sweep's rule (sandglass_take_back_unheld). Throws PgError
@@ -250,7 +259,7 @@ class ClusterNode::Impl {
   // Claimed jobs without a local outcome yet, and workers reserved for claims in flight. Only
   // reserve_workers raises it (a CAS up to workers_), so claims never exceed the free workers.
   std::atomic<std::size_t> held_{0};
-  // A claiming statement failed since the last take_back_unheld (claims_unknown).
+  // A claiming statement failed since the last take_back_unheld (exec_claiming).
   std::atomic<bool> claims_unknown_{false};
 
   std::mutex held_mu_;
