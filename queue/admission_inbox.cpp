@@ -77,7 +77,7 @@ bool DeadlineQueue::claim_lock_free(QueueItem& item, TimePoint now, BusyBound bu
         // Release: the item's fields travel with it to splice()'s acquire.
         QueueItem* head = inbox_.load(std::memory_order_relaxed);
         do {
-          item.inbox_next_ = head;
+          item.inbox_next() = head;
         } while (!inbox_.compare_exchange_weak(head, &item, std::memory_order_seq_cst,
                                                std::memory_order_relaxed));
         return true;
@@ -118,15 +118,15 @@ void DeadlineQueue::splice() {
   QueueItem* lifo = inbox_.exchange(nullptr, std::memory_order_seq_cst);
   QueueItem* fifo = nullptr;
   while (lifo != nullptr) {
-    QueueItem* next = lifo->inbox_next_;
-    lifo->inbox_next_ = fifo;
+    QueueItem* next = lifo->inbox_next();
+    lifo->inbox_next() = fifo;
     fifo = lifo;
     lifo = next;
   }
   while (fifo != nullptr) {
     QueueItem& item = *fifo;
-    fifo = item.inbox_next_;
-    item.inbox_next_ = nullptr;
+    fifo = item.inbox_next();
+    item.inbox_next() = nullptr;
     if (!has_origin_) {
       origin_ = item.deadline.time_point();
       has_origin_ = true;

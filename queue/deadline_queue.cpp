@@ -24,25 +24,30 @@ Duration from_ns(std::int64_t v) noexcept { return std::chrono::nanoseconds{v}; 
 // Treap operations over one of QueueItem's nodes. Keys are (class, deadline, arrival): unique,
 // so an item is found again by descending from the root.
 struct QueueTree {
-  using NodeOf = QueueItem::Node QueueItem::*;
-  static constexpr NodeOf kItems = &QueueItem::node_;
-  static constexpr NodeOf kGroup = &QueueItem::group_node_;
+  // Where a tree's node sits in an item (the functions below read const items through it).
+  using NodeOf = QueueItem::Node& (*)(const QueueItem*) noexcept;
+  static QueueItem::Node& items_node(const QueueItem* x) noexcept {
+    return const_cast<QueueItem*>(x)->node_;
+  }
+  static QueueItem::Node& group_node(const QueueItem* x) noexcept { return *x->group_node_; }
+  static constexpr NodeOf kItems = &items_node;
+  static constexpr NodeOf kGroup = &group_node;
 
   template <NodeOf N>
   static QueueItem::Node& node(QueueItem* x) noexcept {
-    return x->*N;
+    return N(x);
   }
   template <NodeOf N>
   static std::int64_t sum(const QueueItem* x) noexcept {
-    return x == nullptr ? 0 : (x->*N).sum;
+    return x == nullptr ? 0 : N(x).sum;
   }
   template <NodeOf N>
   static std::int64_t min_slack(const QueueItem* x) noexcept {
-    return x == nullptr ? kInf : (x->*N).min_slack;
+    return x == nullptr ? kInf : N(x).min_slack;
   }
   template <NodeOf N>
   static TimePoint min_drop(const QueueItem* x) noexcept {
-    return x == nullptr ? TimePoint::max() : (x->*N).min_drop;
+    return x == nullptr ? TimePoint::max() : N(x).min_drop;
   }
 
   static bool less(const QueueItem& a, const QueueItem& b) noexcept {
@@ -51,7 +56,7 @@ struct QueueTree {
 
   template <NodeOf N>
   static void pull(QueueItem* x) noexcept {
-    QueueItem::Node& n = x->*N;
+    QueueItem::Node& n = N(x);
     const std::int64_t left_sum = sum<N>(n.left);
     n.sum = add_sat(add_sat(left_sum, x->counted_), sum<N>(n.right));
     n.min_slack = std::min({min_slack<N>(n.left), add_sat(x->scaled_latest_, -left_sum),
@@ -66,7 +71,7 @@ struct QueueTree {
       before = rest = nullptr;
       return;
     }
-    QueueItem::Node& n = t->*N;
+    QueueItem::Node& n = N(t);
     if (less(*t, key)) {
       split<N>(n.right, key, n.right, rest);
       before = t;
@@ -81,19 +86,19 @@ struct QueueTree {
   static QueueItem* merge(QueueItem* a, QueueItem* b) {
     if (a == nullptr) return b;
     if (b == nullptr) return a;
-    if ((a->*N).heap >= (b->*N).heap) {
-      (a->*N).right = merge<N>((a->*N).right, b);
+    if (N(a).heap >= N(b).heap) {
+      N(a).right = merge<N>(N(a).right, b);
       pull<N>(a);
       return a;
     }
-    (b->*N).left = merge<N>(a, (b->*N).left);
+    N(b).left = merge<N>(a, N(b).left);
     pull<N>(b);
     return b;
   }
 
   template <NodeOf N>
   static void insert(QueueItem*& root, QueueItem& x, std::uint32_t heap) {
-    QueueItem::Node& n = x.*N;
+    QueueItem::Node& n = N(&x);
     n.left = n.right = nullptr;
     n.heap = heap;
     pull<N>(&x);
@@ -107,12 +112,12 @@ struct QueueTree {
   static QueueItem* erase(QueueItem* t, const QueueItem& x) {
     assert(t != nullptr);
     if (t == &x) {
-      QueueItem::Node& n = t->*N;
+      QueueItem::Node& n = N(t);
       QueueItem* joined = merge<N>(n.left, n.right);
       n.left = n.right = nullptr;
       return joined;
     }
-    QueueItem::Node& n = t->*N;
+    QueueItem::Node& n = N(t);
     if (less(x, *t)) {
       n.left = erase<N>(n.left, x);
     } else {
@@ -125,13 +130,13 @@ struct QueueTree {
   template <NodeOf N>
   static QueueItem* leftmost(QueueItem* t) noexcept {
     if (t == nullptr) return nullptr;
-    while ((t->*N).left != nullptr) t = (t->*N).left;
+    while (N(t).left != nullptr) t = N(t).left;
     return t;
   }
   template <NodeOf N>
   static QueueItem* rightmost(QueueItem* t) noexcept {
     if (t == nullptr) return nullptr;
-    while ((t->*N).right != nullptr) t = (t->*N).right;
+    while (N(t).right != nullptr) t = N(t).right;
     return t;
   }
 
@@ -140,7 +145,7 @@ struct QueueTree {
   static std::int64_t prefix(const QueueItem* t, const QueueItem& key) noexcept {
     std::int64_t acc = 0;
     while (t != nullptr) {
-      const QueueItem::Node& n = t->*N;
+      const QueueItem::Node& n = N(t);
       if (less(*t, key)) {
         acc = add_sat(acc, add_sat(sum<N>(n.left), t->counted_));
         t = n.right;
@@ -157,7 +162,7 @@ struct QueueTree {
     std::int64_t best = kInf;
     std::int64_t acc = 0;
     while (t != nullptr) {
-      const QueueItem::Node& n = t->*N;
+      const QueueItem::Node& n = N(t);
       const std::int64_t before_t = add_sat(acc, sum<N>(n.left));
       if (less(key, *t)) {
         best = std::min(best, add_sat(t->scaled_latest_, -before_t));
@@ -175,7 +180,7 @@ struct QueueTree {
   template <NodeOf N>
   static QueueItem* first_to_drop(QueueItem* t) noexcept {
     while (t != nullptr) {
-      const QueueItem::Node& n = t->*N;
+      const QueueItem::Node& n = N(t);
       if (n.left != nullptr && min_drop<N>(n.left) == n.min_drop) {
         t = n.left;
       } else if (t->drop_at_ == n.min_drop) {
@@ -190,9 +195,9 @@ struct QueueTree {
   template <NodeOf N>
   static void clear(QueueItem* t) noexcept {
     if (t == nullptr) return;
-    clear<N>((t->*N).left);
-    clear<N>((t->*N).right);
-    (t->*N).left = (t->*N).right = nullptr;
+    clear<N>(N(t).left);
+    clear<N>(N(t).right);
+    N(t).left = N(t).right = nullptr;
     t->place_ = QueueItem::Place::none;
     t->unparked_ = false;
   }
@@ -213,8 +218,8 @@ DeadlineQueue::DeadlineQueue(DeadlineQueueOptions options) : options_{std::move(
 DeadlineQueue::~DeadlineQueue() {
   // Marks what is left unqueued.
   for (QueueItem* x = inbox_.exchange(nullptr, std::memory_order_acquire); x != nullptr;) {
-    QueueItem* next = x->inbox_next_;
-    x->inbox_next_ = nullptr;
+    QueueItem* next = x->inbox_next();
+    x->inbox_next() = nullptr;
     x->place_ = QueueItem::Place::none;
     x = next;
   }
@@ -507,7 +512,7 @@ QueueItem* DeadlineQueue::take(TimePoint now, std::vector<DroppedItem>& dropped,
 void DeadlineQueue::expire(TimePoint now, std::vector<DroppedItem>& dropped) {
   splice();
   auto drain = [&](Tree& tree) {
-    while (tree.root != nullptr && (tree.root->*kItems).min_drop <= now) {
+    while (tree.root != nullptr && kItems(tree.root).min_drop <= now) {
       QueueItem& item = *QueueTree::first_to_drop<kItems>(tree.root);
       const bool expired = item.deadline.expired(now);
       if (!expired && !(options_.drop_if_cannot_finish && item.deadline.remaining(now) < item.estimate)) {
@@ -651,6 +656,8 @@ DeadlineQueue::Tree& DeadlineQueue::parked_tree(Class& c, std::uint32_t group) {
 }
 
 void DeadlineQueue::link(QueueItem& item) {
+  // First, so that a failed allocation leaves the queue as it was.
+  if (item.group != 0 && item.group_node_ == nullptr) item.group_node_ = std::make_unique<QueueItem::Node>();
   Class& c = class_of(item);
   item.seq_ = ++next_seq_;
   const TimePoint latest_start = saturating_add(item.deadline.time_point(), -item.estimate);

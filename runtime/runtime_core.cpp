@@ -217,7 +217,6 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
 
   const EstimateState::Figures figures = es.figures(now);
   // Not yet visible to any other thread (a parent's callback reads them only once queued).
-  job->kind_state = &ks;
   job->estimate_state = &es;
   job->estimate = figures.tail;
   job->work = figures.central;
@@ -422,7 +421,7 @@ std::shared_ptr<Job> RuntimeCore::start(Job& job, TimePoint now, std::size_t wor
   job.started_at = now;
   job.worker = static_cast<std::uint32_t>(slot);
   job.started_.store(true, std::memory_order_release);  // pairs with JobHandle::progress
-  if (job.group != 0) ++job.kind_state->running;  // see KindState::running
+  if (job.group != 0) ++groups_[job.group - 1]->running;  // see KindState::running
   ++running_count_;
   if (job.awaitable() != nullptr) ++detached_;
   // The tail estimate, less what has run: for a kind of fixed length that is what is left; for
@@ -443,7 +442,7 @@ bool RuntimeCore::record_finished(Job& job, const Outcome& outcome, std::shared_
   --running_count_;
   job.phase = Job::Phase::finished;
   self = std::move(job.self);  // the worker still holds its own reference
-  if (job.group != 0) --job.kind_state->running;
+  if (job.group != 0) --groups_[job.group - 1]->running;
   // The group's slot is free: this worker's next pop unparks the group's next item itself.
   // Completed and failed runs are whole samples; a run stopped by its deadline is a lower
   // bound worth keeping (dropping it would teach the estimator that the kind is fast).

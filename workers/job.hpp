@@ -31,7 +31,6 @@
 namespace sandglass::detail {
 
 class RuntimeCore;
-struct KindState;
 class EstimateState;
 
 struct Job : QueueItem {
@@ -58,7 +57,6 @@ struct Job : QueueItem {
   TimePoint enqueued_at{};
   RuntimeCore* core = nullptr;  // outlives every unfinished job (the runtime's destructor
                                 // waits for all outcomes); touched only while unfinished
-  KindState* kind_state = nullptr;     // guarded by the runtime
   EstimateState* estimate_state = nullptr;  // its estimate key's; lives as long as the runtime
   Phase phase = Phase::pending;        // guarded by the runtime
   bool deadline_signalled = false;     // guarded by the runtime: the timer cancelled it

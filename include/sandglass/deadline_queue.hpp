@@ -92,6 +92,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -126,9 +127,14 @@ struct QueueItem {
   std::int64_t counted_ = 0;    // work as counted, ns
   std::int64_t scaled_latest_ = 0;  // (latest start − origin) × workers, ns
   TimePoint drop_at_{};         // when `expire` removes it
-  QueueItem* inbox_next_ = nullptr;  // in the inbox: the item pushed before it
-  Node node_;                   // in its class's tree or run, or its parked set's tree
-  Node group_node_;             // in its group's tree
+  // In its class's tree or run, or its parked set's tree. In the inbox the item is in none of
+  // them: node_.left then links the item pushed before it (inbox_next()).
+  Node node_;
+  // In its group's tree: made by the queue when an item of a group is first linked, and kept
+  // for the item's next admission. Only bulkhead items pay for it (an item of no group carries
+  // one null pointer instead of a node: one cache line fewer per item).
+  std::unique_ptr<Node> group_node_;
+  QueueItem*& inbox_next() noexcept { return node_.left; }
 };
 
 // An item that left the queue without being handed out, and why.
@@ -349,7 +355,7 @@ class DeadlineQueue {
   // clock's epoch). A lock-free admission claims its place in the class's order by raising it
   // with a compare-and-swap; `admit` raises it too, which fails the claims in flight.
   alignas(64) std::array<std::atomic<std::int64_t>, kPriorityCount> order_{};
-  // The inbox: the item pushed last, linked to those before (inbox_next_).
+  // The inbox: the item pushed last, linked to those before (inbox_next()).
   alignas(64) std::atomic<QueueItem*> inbox_{nullptr};
 };
 
