@@ -14,6 +14,9 @@
 //   BM_SandglassRuntime          `Runtime::submit` of `{.kind = "noop", .budget = 300s}` with an
 //                                outcome callback (estimate_max_age 10 s, see sandglass_runtime); the handler calls `ctx.checkpoint()`. Every
 //                                outcome must be `Reason::ok`, or the benchmark reports an error
+// Each hand-off benchmark also reports `cpu_ns_per_job`: the CPU time of the whole process
+// (all threads: producers, workers, spinning) while it ran ÷ jobs, a figure that a loaded
+// machine disturbs less than the rate.
 // The same with four producer threads submitting a quarter of the batch each (the daemon's
 // I/O threads submit concurrently): BM_AsioThreadPool4Producers, BM_MutexDequePool4Producers,
 // BM_TbbArena4Producers, BM_SandglassRuntime4Producers.
@@ -61,6 +64,7 @@
 
 #include <benchmark/benchmark.h>
 #include <malloc.h>
+#include <time.h>
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 
@@ -133,8 +137,21 @@ constexpr std::size_t kProducers = 4;
 constexpr std::size_t kWorkers = 2;
 constexpr std::int64_t kBatch = 100'000;  // jobs per timed iteration
 
+// CPU time of the whole process, for cpu_ns_per_job.
+double process_cpu_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e9 + static_cast<double>(t.tv_nsec);
+}
+// Sets cpu_ns_per_job from the process CPU time since `since` (process_cpu_ns()).
+void report_cpu_per_job(benchmark::State& state, double since) {
+  const double jobs = static_cast<double>(state.iterations() * kBatch);
+  state.counters["cpu_ns_per_job"] = (process_cpu_ns() - since) / jobs;
+}
+
 void asio_pool(benchmark::State& state, std::size_t producers) {
   boost::asio::thread_pool pool{kWorkers};
+  const double cpu_since = process_cpu_ns();
   for (auto _ : state) {
     std::latch done{kBatch};
     produce(producers, kBatch, [&](std::int64_t) {
@@ -142,6 +159,7 @@ void asio_pool(benchmark::State& state, std::size_t producers) {
     });
     done.wait();
   }
+  report_cpu_per_job(state, cpu_since);
   pool.join();
   state.SetItemsProcessed(state.iterations() * kBatch);
 }
@@ -215,11 +233,13 @@ class MutexDequePool {
 
 void mutex_pool(benchmark::State& state, std::size_t producers) {
   MutexDequePool pool{kWorkers};
+  const double cpu_since = process_cpu_ns();
   for (auto _ : state) {
     std::latch done{kBatch};
     produce(producers, kBatch, [&](std::int64_t) { pool.post([&done] { done.count_down(); }); });
     done.wait();
   }
+  report_cpu_per_job(state, cpu_since);
   state.SetItemsProcessed(state.iterations() * kBatch);
 }
 void BM_MutexDequePool(benchmark::State& state) { mutex_pool(state, 1); }
@@ -231,11 +251,13 @@ void tbb_arena(benchmark::State& state, std::size_t producers) {
   // kWorkers TBB worker threads serve the arena; the producers are not among its slots.
   tbb::global_control threads{tbb::global_control::max_allowed_parallelism, kWorkers + 1};
   tbb::task_arena arena{static_cast<int>(kWorkers), 0};
+  const double cpu_since = process_cpu_ns();
   for (auto _ : state) {
     std::latch done{kBatch};
     produce(producers, kBatch, [&](std::int64_t) { arena.enqueue([&done] { done.count_down(); }); });
     done.wait();
   }
+  report_cpu_per_job(state, cpu_since);
   state.SetItemsProcessed(state.iterations() * kBatch);
 }
 void BM_TbbArena(benchmark::State& state) { tbb_arena(state, 1); }
@@ -256,6 +278,7 @@ void sandglass_runtime(benchmark::State& state, std::size_t producers) {
                          .capacity = kBatch + 1024,
                          .estimate_max_age = std::chrono::seconds{10}}};
   std::atomic<std::uint64_t> not_ok{0};
+  const double cpu_since = process_cpu_ns();
   for (auto _ : state) {
     std::latch done{kBatch};
     produce(producers, kBatch, [&](std::int64_t) {
@@ -270,6 +293,7 @@ void sandglass_runtime(benchmark::State& state, std::size_t producers) {
     });
     done.wait();
   }
+  report_cpu_per_job(state, cpu_since);
   rt.shutdown(1s);
   state.SetItemsProcessed(state.iterations() * kBatch);
   if (const std::uint64_t bad = not_ok.load(); bad != 0) {

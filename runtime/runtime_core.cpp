@@ -324,15 +324,20 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<J
         running_count_ < slots_.size() ? queue_.take(now, dropped, can_start_) : nullptr;
     take_dropped(dropped, dropped_jobs);
     bool wake_timer = false;
-    std::shared_ptr<Job> started =
-        item != nullptr ? start(job_of(item), now, worker, wake_timer) : nullptr;
+    Job* const taken = item != nullptr ? &job_of(item) : nullptr;
+    if (taken != nullptr) start(*taken, now, worker, wake_timer);
     // More work than this worker: pass the wake-up on (submitters skip it while one spins).
     // The started job still holds its reservation (released below), so more means two.
-    const bool wake_another = started && queue_.size() > 1;
-    if (started || finished || !dropped_jobs.empty()) {
+    const bool wake_another = taken != nullptr && queue_.size() > 1;
+    if (taken != nullptr || finished || !dropped_jobs.empty()) {
       // Outcomes are published outside the lock, and before this worker may sleep.
       if (!dropped_jobs.empty()) notify_if_drained();
       lock.unlock();
+      // This worker's reference, taken after unlocking (a count change is a full fence, which
+      // the critical section need not wait for). `self` stays while the job runs, and only
+      // this worker clears it (record_finished, finish_detached after launch_awaitable), so
+      // reading it here races only with other readers (the timer, shutdown).
+      std::shared_ptr<Job> started = taken != nullptr ? taken->self : nullptr;
       // After unlocking: the release is two read-modify-writes on a line every submitter
       // writes too, the costliest part of a start, and the lock need not wait for it. The
       // slot's end was published under the lock, before this (see start()).
@@ -412,8 +417,7 @@ void RuntimeCore::finish_detached(std::shared_ptr<Job> job, Outcome&& outcome) n
   if (--detached_ == 0) drained_.notify_all();
 }
 
-std::shared_ptr<Job> RuntimeCore::start(Job& job, TimePoint now, std::size_t worker,
-                                        bool& wake_timer) {
+void RuntimeCore::start(Job& job, TimePoint now, std::size_t worker, bool& wake_timer) {
   // The worker's own slot when free (always, unless jobs that hold no thread took it).
   std::size_t slot = worker < slots_.size() && slots_[worker].job == nullptr ? worker : 0;
   while (slots_[slot].job != nullptr) ++slot;
@@ -428,12 +432,22 @@ std::shared_ptr<Job> RuntimeCore::start(Job& job, TimePoint now, std::size_t wor
   // a memoryless one (exponential run times) it stays near the mean on average.
   slots_[slot] = {.job = &job, .expected_end = saturating_add(now, job.estimate), .group = job.group};
   // Published here, then the queue's reservation given back by the caller (next_job, after
-  // unlocking): a lock-free admission in between counts the job in one of the two (see
-  // DeadlineQueue::take).
+  // unlocking): a lock-free admission counts the job in one of the two (see
+  // DeadlineQueue::take). Relaxed, because the release orders it: DeadlineQueue::release is a
+  // release read-modify-write of the job's class's reserved work (when it counts any) and of
+  // the reserved places, after this store in program order; an admitter reads reserved_ (its
+  // own reservation's read-modify-write) and the reserved work of its class and those above
+  // (acquire loads) before it reads the slot ends in busy_bound. If one of those reads sees the
+  // release, it synchronises with it and busy_bound sees this end (or a later one: the slot
+  // freed, or a newer job's end, which is then the truth). If none does, the job's work is
+  // still counted as queued work ahead of the admitter (its class is at or above the
+  // admitter's), or it is of a lower class, which the exact rule would not count as queued
+  // either and which the admitter's reads then precede; a job that counts no work has an end
+  // of `now` and adds nothing to busy_bound. So the bound holds as with a seq_cst store, but
+  // the critical section no longer waits at a full fence for its stores to the job's lines.
   slot_ends_[slot].ns.store(slots_[slot].expected_end.time_since_epoch().count(),
-                            std::memory_order_seq_cst);
+                            std::memory_order_relaxed);
   wake_timer = wake_timer_for(job.deadline);
-  return job.self;
 }
 
 bool RuntimeCore::record_finished(Job& job, const Outcome& outcome, std::shared_ptr<Job>& self) {
@@ -765,8 +779,8 @@ Duration RuntimeCore::busy_bound(const void* core, TimePoint now) noexcept {
   const auto& self = *static_cast<const RuntimeCore*>(core);
   Duration all{};
   for (std::size_t s = 0; s < self.options_.workers; ++s) {
-    // Seq_cst: read after the queue's work; pairs with the store in start().
-    const TimePoint::rep end = self.slot_ends_[s].ns.load(std::memory_order_seq_cst);
+    // Read after the queue's work (acquire loads there): see the store in start().
+    const TimePoint::rep end = self.slot_ends_[s].ns.load(std::memory_order_relaxed);
     if (end == TimePoint::min().time_since_epoch().count()) continue;
     const Duration left = TimePoint{Duration{end}} - now;
     if (left > Duration::zero()) all = left >= Duration::max() / 2 - all ? Duration::max() / 2 : all + left;

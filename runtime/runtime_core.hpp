@@ -126,11 +126,11 @@ class RuntimeCore final : public JobSource {
                          std::vector<Overrun>& overruns);
   // When `job` (running, past its deadline) counts as overrunning.
   Deadline overrun_due(const Job& job) const noexcept;
-  // Marks a taken job running in a free run slot (`worker`'s own if free) and returns a
-  // reference to it; requires mu_ and a free slot. The caller gives back the job's queue
+  // Marks a taken job running in a free run slot (`worker`'s own if free); requires mu_ and a
+  // free slot. The caller gives back the job's queue
   // reservation (DeadlineQueue::release) afterwards, with or without mu_.
   // `wake_timer`: as wake_timer_for says.
-  std::shared_ptr<Job> start(Job& job, TimePoint now, std::size_t worker, bool& wake_timer);
+  void start(Job& job, TimePoint now, std::size_t worker, bool& wake_timer);
   // The running jobs whose overrun is due at `now`, earliest deadline first; requires mu_.
   std::vector<const Job*> overrunning(TimePoint now) const;
   // The bookkeeping when a handler returned: run slot, bulkhead; requires mu_. Moves the
@@ -216,7 +216,7 @@ class RuntimeCore final : public JobSource {
   std::vector<RunSlot> slots_;                        // `workers` of them; guarded by mu_
   // Each slot's expected_end as published for busy_bound (ns since the clock's epoch; min():
   // free). Written under mu_ before the started job's queue reservation is released (so a
-  // lock-free admission sees the job in the queue or here); relaxed otherwise.
+  // lock-free admission sees the job in the queue or here; see start()); relaxed.
   struct alignas(64) SlotEnd {
     std::atomic<TimePoint::rep> ns{TimePoint::min().time_since_epoch().count()};
   };
