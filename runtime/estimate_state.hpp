@@ -18,6 +18,8 @@
 #include <sandglass/runtime.hpp>
 #include <sandglass/service_time_estimator.hpp>
 
+#include "workers/job.hpp"
+
 #include <atomic>
 #include <cstddef>
 #include <mutex>
@@ -28,14 +30,17 @@ namespace sandglass::detail {
 // One estimate key's run times (JobSpec::estimate_key, else the kind). The estimator has its
 // own lock, never taken under the runtime's: recording a run and aging samples stay out of the
 // runtime's critical section, and submitters read the figures it last published without a lock.
-class EstimateState {
+// A JobOrigin: a job of the key holds a pointer to it (see job.hpp).
+class EstimateState : public JobOrigin {
  public:
   struct Figures {
     Duration tail{};
     Duration central{};
   };
-  EstimateState(std::string kind, ServiceTimeEstimator e)
-      : kind_{std::move(kind)}, estimator_{std::move(e)} {}
+  EstimateState(RuntimeCore* core, std::string kind, ServiceTimeEstimator e)
+      : JobOrigin{core}, kind_{std::move(kind)}, estimator_{std::move(e)} {}
+  // The state of the key of `job`.
+  static EstimateState& of(const Job& job) noexcept { return static_cast<EstimateState&>(*job.origin); }
 
   // The figures at `now`: ages the samples first when that is due and the estimator is free
   // (else the figures published last). The two figures may come from consecutive updates.

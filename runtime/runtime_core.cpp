@@ -126,7 +126,7 @@ EstimateState& RuntimeCore::estimate_state_locked(const std::string& key, const 
                                                 .window = options_.estimate_window,
                                                 .max_age = options_.estimate_max_age,
                                                 .age_in_runs = options_.estimate_age_in_runs};
-    it = estimates_.try_emplace(key, kind, ServiceTimeEstimator{estimator}).first;
+    it = estimates_.try_emplace(key, this, kind, ServiceTimeEstimator{estimator}).first;
   }
   return it->second;
 }
@@ -180,13 +180,13 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
   KindState& ks = *states.kind;
   EstimateState& es = *states.estimate;
   job->kind_name = ks.name;
+  job->origin = &es;  // also the runtime (core()), which everything below may reach
   if (!spec.idempotency_key.empty()) job->cold().idempotency_key = std::move(spec.idempotency_key);
   const std::string& estimate_key = spec.estimate_key.empty() ? spec.kind : spec.estimate_key;
   job->priority = spec.priority;
   job->handler = std::move(handler);
   if (awaitable) job->cold().awaitable = std::move(awaitable);
   job->on_outcome = std::move(on_outcome);
-  job->core = this;
 
   // The budget: the earlier of `budget` and `deadline`, defaulted and clamped by the policy.
   const TimePoint now = Clock::now();
@@ -217,7 +217,6 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
 
   const EstimateState::Figures figures = es.figures(now);
   // Not yet visible to any other thread (a parent's callback reads them only once queued).
-  job->estimate_state = &es;
   job->estimate = figures.tail;
   job->work = figures.central;
   job->group = ks.group;
@@ -350,7 +349,7 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<J
         const bool kept = finished.use_count() > 1;
         // Before the outcome: whoever waits for it, or its callback, then sees the sample in
         // the estimate. Every run at once, not in batches (see estimate_state.hpp).
-        if (sample) finished->estimate_state->record(outcome.timings.run_time, now);
+        if (sample) EstimateState::of(*finished).record(outcome.timings.run_time, now);
         publish(*finished, std::move(outcome), kept, worker);
         finished.reset();
       }
@@ -409,7 +408,7 @@ void RuntimeCore::finish_detached(std::shared_ptr<Job> job, Outcome&& outcome) n
   }
   if (wake_worker) idle_.wake_one();
   if (sample) {
-    job->estimate_state->record(outcome.timings.run_time, end);
+    EstimateState::of(*job).record(outcome.timings.run_time, end);
   }
   publish(*job, std::move(outcome));
   // Shutdown returns only once this outcome is out (no thread of ours to join covers it).

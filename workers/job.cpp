@@ -10,6 +10,8 @@ namespace sandglass::detail {
 Job::~Job() { delete waiters_.load(std::memory_order_acquire); }
 
 void Job::publish(Outcome&& outcome, bool kept) {
+  // Read while unfinished (see `origin`); the runtime itself outlives this call.
+  RuntimeCore* const runtime = core();
   handler = nullptr;     // release what the handler captured as soon as the job is over
   // The parent may outlive the runtime; blocks while its callback runs.
   if (cold_parts) cold_parts->parent_link.reset();
@@ -25,7 +27,7 @@ void Job::publish(Outcome&& outcome, bool kept) {
   while (pins_.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
   if (on_outcome) {
     OutcomeCallback callback = std::move(on_outcome);
-    const CallbackScope scope{core};
+    const CallbackScope scope{runtime};
     callback(kept ? published_outcome() : outcome);
   }
 }
@@ -38,7 +40,7 @@ RuntimeCore* Job::pin_core() noexcept {
     pins_.fetch_sub(1, std::memory_order_relaxed);
     return nullptr;
   }
-  return core;
+  return core();
 }
 
 // Release: what the pinner did (registering with the runtime) is visible to publish(), which

@@ -31,7 +31,15 @@
 namespace sandglass::detail {
 
 class RuntimeCore;
-class EstimateState;
+
+// What a job reaches of its runtime through one pointer: the runtime itself. The runtime's
+// state for one estimate key (EstimateState) derives from it, so that a job holds one pointer
+// for both. A line of its own: the estimate state beside it is written for every run, this
+// only when the state is made.
+struct alignas(64) JobOrigin {
+  explicit JobOrigin(RuntimeCore* c) noexcept : core{c} {}
+  RuntimeCore* const core;
+};
 
 struct Job : QueueItem {
   enum class Phase : std::uint8_t { pending, queued, running, finished };
@@ -55,9 +63,11 @@ struct Job : QueueItem {
   JobId id = 0;
   Duration budget{};
   TimePoint enqueued_at{};
-  RuntimeCore* core = nullptr;  // outlives every unfinished job (the runtime's destructor
-                                // waits for all outcomes); touched only while unfinished
-  EstimateState* estimate_state = nullptr;  // its estimate key's; lives as long as the runtime
+  // Its estimate key's state (an EstimateState), which lives as long as the runtime; the
+  // runtime outlives every unfinished job (its destructor waits for all outcomes), so core()
+  // may be called only while the job is unfinished.
+  JobOrigin* origin = nullptr;
+  RuntimeCore* core() const noexcept { return origin->core; }
   Phase phase = Phase::pending;        // guarded by the runtime
   bool deadline_signalled = false;     // guarded by the runtime: the timer cancelled it
   bool overrun_reported = false;       // guarded by the runtime: on_overrun was told of it
@@ -66,13 +76,14 @@ struct Job : QueueItem {
   // The runtime's own reference while the job is queued or running: lets the queue and the
   // running set link it by address, and the timer take a reference to what it cancels.
   std::shared_ptr<Job> self;
-  JobHandler handler;
-  OutcomeCallback on_outcome;
   // The kind, held by the runtime (its table of kinds), which outlives the job's every read of
   // it: each happens before its outcome is out.
   const std::string* kind_name = nullptr;
   std::string_view kind() const noexcept { return *kind_name; }
-  std::unique_ptr<Cold> cold_parts;  // see Cold; made by cold()
+  std::unique_ptr<Cold> cold_parts;  // see Cold; made by cold(); here, before `handler`
+                                     // (16-byte aligned), so that no padding is left
+  JobHandler handler;
+  OutcomeCallback on_outcome;
   Cold& cold() {
     if (!cold_parts) cold_parts = std::make_unique<Cold>();
     return *cold_parts;

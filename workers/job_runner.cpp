@@ -99,7 +99,7 @@ Outcome run_job(Job& job, const BudgetPolicy& policy) noexcept {
   JobContext ctx{job.id, job.kind(), job.deadline, job.token(), policy, job.idempotency_key()};
   std::exception_ptr error;
   try {
-    const CallbackScope scope{job.core};
+    const CallbackScope scope{job.core()};
     job.handler(ctx);
   } catch (...) {
     error = std::current_exception();
