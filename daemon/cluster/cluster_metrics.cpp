@@ -34,6 +34,9 @@ ClusterMetrics::ClusterMetrics()
       lost_answers{counter(*registry_, "sandglass_cluster_lost_answers_total",
                            "Jobs this node claimed but never learned of (the claim's answer was "
                            "lost with its connection), taken back after the reconnect")},
+      take_backs{counter(*registry_, "sandglass_cluster_take_backs_total",
+                         "Checks for claims whose answer was lost, each run after a claiming "
+                         "statement failed (whether or not they found any)")},
       refused_here{counter(*registry_, "sandglass_cluster_refused_here_total",
                            "Submissions this node refused deadline_implausible without asking the "
                            "database: the tail estimate alone exceeds the time left")},

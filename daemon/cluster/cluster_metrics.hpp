@@ -41,6 +41,7 @@ class ClusterMetrics {
   prometheus::Counter& reclaimed;
   prometheus::Counter& lost;
   prometheus::Counter& lost_answers;
+  prometheus::Counter& take_backs;
   prometheus::Counter& refused_here;
   prometheus::Counter& db_errors;
   prometheus::Histogram& claim_latency;
