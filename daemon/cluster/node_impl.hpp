@@ -168,6 +168,9 @@ class ClusterNode::Impl {
   // ---- claimer (claimer.cpp)
   void wake_claimer();
   void claimer_loop(std::stop_token st);
+  // Under `lock` (of claim_mu_): waits up to kClaimGather for a group of workers to be free
+  // while some are busy (none: returns at once). Blocks.
+  void gather(std::unique_lock<std::mutex>& lock, std::stop_token st);
   // Writes `outcomes` and claims up to `limit` jobs (0: none) in one statement, and starts the
   // claimed jobs, for which `limit` workers were reserved (the unused are given back). True
   // when it took `limit` jobs (the queue may hold more). Throws PgError (nothing was started;
