@@ -220,13 +220,14 @@ void reset_queue(Postgres& pg) {
 }
 
 // The claim-latency histogram summed over the nodes' /metrics: {le -> count}.
-std::map<double, double> claim_buckets(Cluster& c) {
+// The buckets of histogram `series` summed over the nodes (cumulative counts by upper bound).
+std::map<double, double> node_buckets(Cluster& c, const std::string& series) {
   std::map<double, double> sum;
   for (auto& n : c.nodes) {
     Client http{n->port()};
     const std::string body = http.request("GET", "/metrics").second;
     std::size_t at = 0;
-    const std::string key = "sandglass_cluster_claim_seconds_bucket{le=\"";
+    const std::string key = series + "_bucket{le=\"";
     while ((at = body.find(key, at)) != std::string::npos) {
       at += key.size();
       const std::string le = body.substr(at, body.find('"', at) - at);
@@ -236,6 +237,8 @@ std::map<double, double> claim_buckets(Cluster& c) {
   }
   return sum;
 }
+
+std::map<double, double> claim_buckets(Cluster& c) { return node_buckets(c, "sandglass_cluster_claim_seconds"); }
 
 double bucket_quantile(const std::map<double, double>& buckets, double q) {
   if (buckets.empty()) return 0;
@@ -568,8 +571,21 @@ int overload_sweep(Cluster& c, const Options& o) {
   std::printf("\n# overload of the %zu-node cluster (%zu workers each): --target %s\n", c.nodes.size(),
               o.workers, h.target.c_str());
   std::fflush(stdout);
+  statement_times(c.pg, 0);
   const int rc = run_http(h);
   std::fflush(stdout);
+  if (o.verbose) {
+    // Cumulative over the node's life (the capacity measurement included).
+    const auto wait = node_buckets(c, "sandglass_cluster_intake_wait_seconds");
+    const auto stmt = node_buckets(c, "sandglass_cluster_intake_statement_seconds");
+    const auto size = node_buckets(c, "sandglass_cluster_intake_batch_size");
+    std::printf("    intake (all nodes, since start): wait for the statement p50 <= %.1f ms, p99 <= %.1f "
+                "ms; statement p50 <= %.1f ms, p99 <= %.1f ms; submissions per statement p50 <= %.0f, "
+                "p99 <= %.0f (histogram bounds)\n",
+                bucket_quantile(wait, 0.5), bucket_quantile(wait, 0.99), bucket_quantile(stmt, 0.5),
+                bucket_quantile(stmt, 0.99), bucket_quantile(size, 0.5) / 1000, bucket_quantile(size, 0.99) / 1000);
+    std::printf("    statements (pg_stat_statements, nested included):\n%s", statement_times(c.pg, 25).c_str());
+  }
   print_deadline_and_duplicates(c.pg, "overload sweep");
   return rc;
 }

@@ -47,6 +47,9 @@ class ClusterMetrics {
   prometheus::Histogram& claim_latency;
   prometheus::Histogram& batch_size;
   prometheus::Histogram& notify_lag;
+  prometheus::Histogram& intake_wait;
+  prometheus::Histogram& intake_statement;
+  prometheus::Histogram& intake_batch;
 };
 
 }  // namespace sandglass::daemon::cluster
