@@ -137,3 +137,41 @@ TEST_CASE("claims whose answer was lost are taken back after the reconnect: run 
 }
 
 }  // TEST_SUITE
+
+TEST_SUITE("cluster") {
+
+// 005's take-back passed over a row another transaction held at that moment (SKIP LOCKED), and
+// nothing looked at it again. Here the test holds the row as a DELETE's sandglass_cancel would,
+// while the node takes back its lost claims (migrations/007_take_back_waits.sql).
+TEST_CASE("a lost claim whose row another transaction holds during the take-back is still "
+          "taken back once that transaction ends" * doctest::timeout(120)) {
+  ClusterFixture c;
+  DaemonProcess& a = c.node({"sleep"});
+  const std::string name = ClusterFixture::name_of(a);
+  const std::string owner = c.pg.scalar("SELECT owner FROM sandglass_nodes WHERE node = '" + name + "'");
+  REQUIRE(!owner.empty());
+  const std::uint64_t id = claimed_row(c, owner, name, "60 s");
+  CAPTURE(a.log());
+
+  HeldSession holder{c.pg.conninfo()};
+  holder.exec("BEGIN");
+  holder.exec("SELECT id FROM sandglass_jobs WHERE id = " + std::to_string(id) + " FOR UPDATE");
+  c.pg.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+               "WHERE application_name = 'sandglassd-cluster'");
+  // The take-back has run past the row, or waits for it.
+  REQUIRE(eventually([&] {
+    return metric(a.port(), "sandglass_cluster_take_backs_total") >= 1 ||
+           c.pg.scalar("SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+                       "'sandglassd-cluster' AND wait_event_type = 'Lock'") != "0";
+  }, 30s));
+  holder.exec("COMMIT");
+
+  REQUIRE(eventually([&] { return state_now(a.port(), id) == "completed"; }, 20s));
+  const auto ran = record(a.port(), id);
+  CHECK(ran.at("attempt").as_int64() == 2);
+  CHECK(metric(a.port(), "sandglass_cluster_lost_answers_total") == 1);
+  CHECK(c.pg.scalar("SELECT count(*) FROM sandglass_jobs WHERE state <> 'done'") == "0");
+  CHECK(c.pg.scalar("SELECT coalesce(sum(queued), 0) FROM sandglass_counters") == "0");
+}
+
+}  // TEST_SUITE
