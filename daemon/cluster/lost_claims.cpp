@@ -49,16 +49,16 @@ PgRows ClusterNode::Impl::exec_claiming(PgSession& db, const std::string& sql,
 void ClusterNode::Impl::end_orphans(PgSession& db, const std::vector<PgSession::Backend>& orphans) {
   if (orphans.empty()) return;
   std::vector<std::int64_t> pids;
-  std::vector<std::string> started;
+  std::vector<std::optional<std::string>> started;  // none: the session could not read it
   for (const PgSession::Backend& b : orphans) {
     pids.push_back(b.pid);
-    started.push_back(b.started);
+    started.push_back(b.started.empty() ? std::nullopt : std::optional<std::string>{b.started});
   }
   const std::vector<std::optional<std::string>> params{int_array(pids), text_array(started)};
   // Each statement is a transaction of its own, so each reads pg_stat_activity afresh.
   const std::string alive =
       "SELECT a.pid FROM pg_stat_activity a JOIN unnest($1::int[], $2::timestamptz[]) AS o(pid, "
-      "started) ON a.pid = o.pid AND a.backend_start = o.started";
+      "started) ON a.pid = o.pid AND (o.started IS NULL OR a.backend_start = o.started)";
   db.exec("SELECT pg_terminate_backend(t.pid) FROM (" + alive + ") t", params);
   const Deadline until = Deadline::after(kOrphanWait);
   while (db.exec(alive, params).rows() > 0) {
