@@ -75,11 +75,14 @@ class Postgres {
       port_ = 20000 + static_cast<int>((::getpid() + 7919 * attempt) % 20000);
       started = run(as_ + kPgBin + "/pg_ctl -D " + folder_ + "/data -l " + folder_ + "/server.log -w -o \"-p " +
             std::to_string(port_) + " -k " + folder_ +
-            " -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100 -c track_functions=pl -c autovacuum_naptime=1\" start > /dev/null 2>&1") == 0;
+            " -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100 -c track_functions=pl -c autovacuum_naptime=1 -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all\" start > /dev/null 2>&1") == 0;
     }
     if (!started) throw std::runtime_error{"PostgreSQL did not start; see " + folder_ + "/server.log"};
     conn_ = PQconnectdb(conninfo().c_str());
     if (PQstatus(conn_) != CONNECTION_OK) throw std::runtime_error{PQerrorMessage(conn_)};
+    // Where the database's time goes, statement by statement, also inside the nodes' functions
+    // (track=all): printed under each throughput step with --verbose.
+    query("CREATE EXTENSION pg_stat_statements");
     // The bench's own log of outcome writes (filled by a trigger: log_outcome_writes).
     query("CREATE TABLE bench_outcome_log (id bigint, attempt integer, owner text)");
   }
@@ -217,13 +220,14 @@ void reset_queue(Postgres& pg) {
 }
 
 // The claim-latency histogram summed over the nodes' /metrics: {le -> count}.
-std::map<double, double> claim_buckets(Cluster& c) {
+// The buckets of histogram `series` summed over the nodes (cumulative counts by upper bound).
+std::map<double, double> node_buckets(Cluster& c, const std::string& series) {
   std::map<double, double> sum;
   for (auto& n : c.nodes) {
     Client http{n->port()};
     const std::string body = http.request("GET", "/metrics").second;
     std::size_t at = 0;
-    const std::string key = "sandglass_cluster_claim_seconds_bucket{le=\"";
+    const std::string key = series + "_bucket{le=\"";
     while ((at = body.find(key, at)) != std::string::npos) {
       at += key.size();
       const std::string le = body.substr(at, body.find('"', at) - at);
@@ -233,6 +237,8 @@ std::map<double, double> claim_buckets(Cluster& c) {
   }
   return sum;
 }
+
+std::map<double, double> claim_buckets(Cluster& c) { return node_buckets(c, "sandglass_cluster_claim_seconds"); }
 
 double bucket_quantile(const std::map<double, double>& buckets, double q) {
   if (buckets.empty()) return 0;
@@ -279,9 +285,25 @@ std::string function_times(Postgres& pg) {
   return out;
 }
 
-void throughput(Cluster& c, std::size_t jobs, std::size_t clients) {
+// The statements that took most of the database's time since the last call (pg_stat_statements,
+// nested ones included), one per line; then resets the statistics.
+std::string statement_times(Postgres& pg, std::size_t top) {
+  const auto rows = pg.query(fmt::format(
+      "SELECT calls, round(total_exec_time::numeric, 1), round(mean_exec_time::numeric, 4), "
+      "rows, left(regexp_replace(query, '\\s+', ' ', 'g'), 110) FROM pg_stat_statements "
+      "ORDER BY total_exec_time DESC LIMIT {}", top));
+  pg.query("SELECT pg_stat_statements_reset()");
+  std::string out;
+  for (const auto& r : rows) {
+    out += fmt::format("      {:>7} calls {:>9} ms {:>8} ms each {:>7} rows  {}\n", r[0], r[1], r[2], r[3], r[4]);
+  }
+  return out;
+}
+
+void throughput(Cluster& c, std::size_t jobs, std::size_t clients, bool verbose) {
   reset_queue(c.pg);
   function_times(c.pg);
+  statement_times(c.pg, 0);
   std::atomic<std::size_t> next{0};
   std::atomic<std::size_t> refused{0};
   const auto t0 = Clock::now();
@@ -299,8 +321,12 @@ void throughput(Cluster& c, std::size_t jobs, std::size_t clients) {
   for (auto& t : threads) t.join();
   const double submit_s = ms_between(t0, Clock::now()) / 1000;
   const std::size_t accepted = jobs - refused.load();
-  while (std::stoul(c.pg.scalar("SELECT count(*) FROM sandglass_jobs WHERE state = 'done'")) < accepted) {
-    std::this_thread::sleep_for(50ms);  // a count scans the table: not too often
+  // Every accepted job is inserted by now; all have ended when none is queued or running. Each
+  // of those is a partial index (a count of done rows scanned the table: 4.5 ms of database
+  // time every 50 ms, 5 % of the step's, taken from the nodes being measured).
+  while (c.pg.scalar("SELECT (SELECT count(*) FROM sandglass_jobs WHERE state = 'queued') + "
+                     "(SELECT count(*) FROM sandglass_jobs WHERE state = 'running')") != "0") {
+    std::this_thread::sleep_for(20ms);
   }
   const double span = std::stod(c.pg.scalar(
       "SELECT extract(epoch FROM max(finished_at) - min(created_at)) FROM sandglass_jobs"));
@@ -312,6 +338,7 @@ void throughput(Cluster& c, std::size_t jobs, std::size_t clients) {
               static_cast<double>(jobs) / submit_s, refused.load(), bucket_quantile(buckets, 0.5),
               bucket_quantile(buckets, 0.99));
   std::printf("    database time (track_functions): %s\n", function_times(c.pg).c_str());
+  if (verbose) std::printf("    statements (pg_stat_statements, nested included):\n%s", statement_times(c.pg, 25).c_str());
 }
 
 void cancel_latency(Cluster& c, int rounds) {
@@ -544,8 +571,21 @@ int overload_sweep(Cluster& c, const Options& o) {
   std::printf("\n# overload of the %zu-node cluster (%zu workers each): --target %s\n", c.nodes.size(),
               o.workers, h.target.c_str());
   std::fflush(stdout);
+  statement_times(c.pg, 0);
   const int rc = run_http(h);
   std::fflush(stdout);
+  if (o.verbose) {
+    // Cumulative over the node's life (the capacity measurement included).
+    const auto wait = node_buckets(c, "sandglass_cluster_intake_wait_seconds");
+    const auto stmt = node_buckets(c, "sandglass_cluster_intake_statement_seconds");
+    const auto size = node_buckets(c, "sandglass_cluster_intake_batch_size");
+    std::printf("    intake (all nodes, since start): wait for the statement p50 <= %.1f ms, p99 <= %.1f "
+                "ms; statement p50 <= %.1f ms, p99 <= %.1f ms; submissions per statement p50 <= %.0f, "
+                "p99 <= %.0f (histogram bounds)\n",
+                bucket_quantile(wait, 0.5), bucket_quantile(wait, 0.99), bucket_quantile(stmt, 0.5),
+                bucket_quantile(stmt, 0.99), bucket_quantile(size, 0.5) / 1000, bucket_quantile(size, 0.99) / 1000);
+    std::printf("    statements (pg_stat_statements, nested included):\n%s", statement_times(c.pg, 25).c_str());
+  }
   print_deadline_and_duplicates(c.pg, "overload sweep");
   return rc;
 }
@@ -571,7 +611,7 @@ int run_cluster(const Options& o) {
     if (step("claims")) claim_latency(c, 8, o.smoke ? 20 : 500, 8);
     for (std::size_t k = 1; k <= o.cluster_nodes; ++k) {
       while (c.nodes.size() < k) c.add();
-      if (step("throughput")) throughput(c, jobs, 64);
+      if (step("throughput")) throughput(c, jobs, 64, o.verbose);
     }
     if (step("overload")) rc = overload_sweep(c, o);
     if (c.nodes.size() >= 2 && (step("cancel") || step("recovery"))) {

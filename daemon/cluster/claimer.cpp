@@ -41,6 +41,17 @@ void ClusterNode::Impl::release_workers(std::size_t n, bool for_claimer) noexcep
   claim_cv_.notify_all();
 }
 
+// Claims go in groups: while some workers are busy, the claimer waits a little (kClaimGather at
+// most) for a group of them to be free, so that a round trip serves several jobs and their
+// outcomes. An idle node claims at once.
+void ClusterNode::Impl::gather(std::unique_lock<std::mutex>& lock, std::stop_token st) {
+  const std::size_t group = std::max<std::size_t>(1, std::min(config_.claim_batch, workers_ / 2));
+  claim_cv_.wait_for(lock, st, kClaimGather, [this, group] {
+    const std::size_t held = held_.load(std::memory_order_relaxed);
+    return held == 0 || held + group <= workers_;
+  });
+}
+
 void ClusterNode::Impl::claimer_loop(std::stop_token st) {
   std::optional<PgSession> db;
   std::vector<Finish> outcomes;  // taken from outcomes_; kept across a failed statement
@@ -57,14 +68,7 @@ void ClusterNode::Impl::claimer_loop(std::stop_token st) {
                (claim_wanted_ && held_.load(std::memory_order_relaxed) < workers_);
       });
       if (st.stop_requested()) return;
-      // Claim in groups: while some workers are busy, wait a little (kClaimGather at most)
-      // for a group of them to be free, so that a round trip serves several jobs and their
-      // outcomes. An idle node claims at once.
-      const std::size_t group = std::max<std::size_t>(1, std::min(config_.claim_batch, workers_ / 2));
-      claim_cv_.wait_for(lock, st, kClaimGather, [this, group] {
-        const std::size_t held = held_.load(std::memory_order_relaxed);
-        return held == 0 || held + group <= workers_;
-      });
+      gather(lock, st);
       if (st.stop_requested()) return;
       claim_wanted_ = false;
     }
@@ -72,9 +76,13 @@ void ClusterNode::Impl::claimer_loop(std::stop_token st) {
       ensure(db);
       if (claims_unknown_.load(std::memory_order_relaxed)) take_back_unheld(*db, outcomes);
       bool more = true;
+      bool first = true;
       while (more && !st.stop_requested()) {
         {
-          std::lock_guard lock{claim_mu_};
+          std::unique_lock lock{claim_mu_};
+          // The jobs the last statement claimed are still ending (no-op jobs end within
+          // microseconds of their start): the next statement waits for them as the first did.
+          if (!std::exchange(first, false)) gather(lock, st);
           while (!outcomes_.empty() && outcomes.size() < kFinishBatch) {
             outcomes.push_back(std::move(outcomes_.front()));
             outcomes_.pop_front();

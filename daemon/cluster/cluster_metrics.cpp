@@ -34,6 +34,9 @@ ClusterMetrics::ClusterMetrics()
       lost_answers{counter(*registry_, "sandglass_cluster_lost_answers_total",
                            "Jobs this node claimed but never learned of (the claim's answer was "
                            "lost with its connection), taken back after the reconnect")},
+      take_backs{counter(*registry_, "sandglass_cluster_take_backs_total",
+                         "Checks for claims whose answer was lost, each run after a claiming "
+                         "statement failed (whether or not they found any)")},
       refused_here{counter(*registry_, "sandglass_cluster_refused_here_total",
                            "Submissions this node refused deadline_implausible without asking the "
                            "database: the tail estimate alone exceeds the time left")},
@@ -47,7 +50,18 @@ ClusterMetrics::ClusterMetrics()
                            "Jobs one claim statement took", {0, 1, 2, 4, 8, 16, 32, 64, 128})},
       notify_lag{histogram(*registry_, "sandglass_cluster_notify_lag_seconds",
                            "From writing an outcome to receiving its NOTIFY, on this node",
-                           {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5})} {}
+                           {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5})},
+      intake_wait{histogram(*registry_, "sandglass_cluster_intake_wait_seconds",
+                            "From a submission's arrival to the sending of the statement that "
+                            "admits or refuses it (the wait for an intake thread)",
+                            {0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1})},
+      intake_statement{histogram(*registry_, "sandglass_cluster_intake_statement_seconds",
+                                 "Time of one admission statement (sandglass_submit_claim), as "
+                                 "this node waits for it",
+                                 {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5})},
+      intake_batch{histogram(*registry_, "sandglass_cluster_intake_batch_size",
+                             "Submissions one admission statement carried",
+                             {1, 2, 4, 8, 16, 32, 64, 128})} {}
 
 std::string ClusterMetrics::text(bool database_up, std::size_t held_jobs) const {
   std::string text = prometheus::TextSerializer{}.Serialize(registry_->Collect());

@@ -41,11 +41,15 @@ class ClusterMetrics {
   prometheus::Counter& reclaimed;
   prometheus::Counter& lost;
   prometheus::Counter& lost_answers;
+  prometheus::Counter& take_backs;
   prometheus::Counter& refused_here;
   prometheus::Counter& db_errors;
   prometheus::Histogram& claim_latency;
   prometheus::Histogram& batch_size;
   prometheus::Histogram& notify_lag;
+  prometheus::Histogram& intake_wait;
+  prometheus::Histogram& intake_statement;
+  prometheus::Histogram& intake_batch;
 };
 
 }  // namespace sandglass::daemon::cluster

@@ -212,6 +212,10 @@ void ClusterNode::Impl::insert(PgSession& db, std::vector<Pending>& batch) {
     ~Unreserve() { self->release_workers(n, /*for_claimer=*/true); }
   } unreserve{this, reserved};
   const TimePoint asked = Clock::now();
+  for (const std::size_t i : sent) {
+    metrics_.intake_wait.Observe(std::chrono::duration<double>(asked - batch[i].arrived_at).count());
+  }
+  metrics_.intake_batch.Observe(static_cast<double>(sent.size()));
   const PgRows rows = exec_claiming(
       db,
       "SELECT ord, job_id, verdict, remaining_us FROM sandglass_submit_claim($1, $2, $3, "
@@ -222,6 +226,7 @@ void ClusterNode::Impl::insert(PgSession& db, std::vector<Pending>& batch) {
        int_array(budgets), int_array(works), int_array(tails),
        std::to_string(config_.lease.count())},
       /*may_claim=*/reserved > 0);  // claims at insert
+  metrics_.intake_statement.Observe(std::chrono::duration<double>(Clock::now() - asked).count());
   std::vector<Claimed> claimed;
   for (int r = 0; r < rows.rows(); ++r) {
     const std::size_t at = static_cast<std::size_t>(rows.integer(r, 0) - 1);

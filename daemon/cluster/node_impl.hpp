@@ -43,6 +43,7 @@ inline constexpr std::size_t kIntakeThreads = 2;
 inline constexpr std::chrono::milliseconds kCommitPoll{5};      // how often commit points are looked for
 inline constexpr std::chrono::microseconds kClaimGather{1000};  // most a claim waits for more workers to free up
 inline constexpr std::chrono::milliseconds kReconnectBackoff{200};  // between attempts to reach the database
+inline constexpr std::chrono::seconds kOrphanWait{5};  // most a take-back waits for an old session's end
 inline constexpr std::size_t kFinishBatch = 512;      // most outcomes one statement writes
 inline constexpr std::size_t kSubmitBatch = 128;      // most submissions one statement inserts
 inline constexpr std::size_t kRecentOutcomes = 8192;  // outcome ids remembered for late waiters
@@ -167,6 +168,9 @@ class ClusterNode::Impl {
   // ---- claimer (claimer.cpp)
   void wake_claimer();
   void claimer_loop(std::stop_token st);
+  // Under `lock` (of claim_mu_): waits up to kClaimGather for a group of workers to be free
+  // while some are busy (none: returns at once). Blocks.
+  void gather(std::unique_lock<std::mutex>& lock, std::stop_token st);
   // Writes `outcomes` and claims up to `limit` jobs (0: none) in one statement, and starts the
   // claimed jobs, for which `limit` workers were reserved (the unused are given back). True
   // when it took `limit` jobs (the queue may hold more). Throws PgError (nothing was started;
@@ -188,11 +192,15 @@ class ClusterNode::Impl {
   // (take_back_unheld), and the PgError goes on to the caller.
   PgRows exec_claiming(PgSession& db, const std::string& sql,
                        const std::vector<std::optional<std::string>>& params, bool may_claim);
-  // On the claimer thread, while no other statement of this node claims: this owner's running
+  // On the claimer thread, while no other statement of this node claims: first the server
+  // processes of the failed claiming sessions are ended (end_orphans), then this owner's running
   // rows that are neither held here nor in an outcome not yet written (`carried`: the
-  // claimer's) are given back by the sweep's rule (sandglass_take_back_unheld). Throws PgError
-  // (the request stays for the next round).
+  // claimer's) are given back by the sweep's rule (sandglass_take_back_unheld). Blocks. Throws
+  // PgError (the request stays for the next round).
   void take_back_unheld(PgSession& db, const std::vector<Finish>& carried);
+  // Terminates `orphans` (pg_terminate_backend) and waits until pg_stat_activity lists none of
+  // them, for at most kOrphanWait. Blocks. Throws PgError when one outlives the wait.
+  static void end_orphans(PgSession& db, const std::vector<PgSession::Backend>& orphans);
 
   // ---- outcomes (outcome_writer.cpp)
   // A local job is over: its worker is free, its outcome goes to the claimer.
@@ -259,8 +267,13 @@ class ClusterNode::Impl {
   // Claimed jobs without a local outcome yet, and workers reserved for claims in flight. Only
   // reserve_workers raises it (a CAS up to workers_), so claims never exceed the free workers.
   std::atomic<std::size_t> held_{0};
-  // A claiming statement failed since the last take_back_unheld (exec_claiming).
+  // A claiming statement failed since the last take_back_unheld (exec_claiming). Written
+  // under orphans_mu_ together with orphans_; read without it only as a hint.
   std::atomic<bool> claims_unknown_{false};
+  std::mutex orphans_mu_;
+  // The server processes of sessions that broke during a claiming statement: each may still
+  // be inside that statement's transaction (lost_claims.cpp). Guarded by orphans_mu_.
+  std::vector<PgSession::Backend> orphans_;
 
   std::mutex held_mu_;
   std::unordered_map<JobId, Held> held_jobs_;  // guarded by held_mu_

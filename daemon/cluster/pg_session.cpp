@@ -85,7 +85,11 @@ PgSession PgSession::open(const std::string& conninfo) {
   // harmless: a database crash could lose an outcome already answered to its waiter (the job
   // then runs again), a written commit point (a committed job could run twice) or an admitted
   // job whose id was answered. An operator who accepts that sets it for the role (README).
-  return PgSession{conn, std::move(server)};
+  PgSession session{conn, std::move(server)};
+  const PgRows self = session.exec(
+      "SELECT backend_start::text FROM pg_stat_activity WHERE pid = pg_backend_pid()", {});
+  session.backend_ = {.pid = PQbackendPID(conn), .started = self.rows() > 0 ? std::string{self.text(0, 0)} : ""};
+  return session;
 }
 
 void PgSession::fail(std::string_view what) {

@@ -82,6 +82,16 @@ class PgSession {
   bool broken() const noexcept { return conn_ == nullptr || PQstatus(conn_.get()) != CONNECTION_OK; }
   const std::string& server() const noexcept { return server_; }
 
+  // The server process behind this session, as pg_stat_activity names it: its pid and its
+  // backend_start (text, exact to the microsecond), which together tell it apart from a later
+  // process that reuses the pid. Read at open; still valid after the session broke (the process
+  // may outlive the connection: see lost_claims.cpp).
+  struct Backend {
+    int pid = 0;
+    std::string started;
+  };
+  const Backend& backend() const noexcept { return backend_; }
+
  private:
   struct Finish {
     void operator()(PGconn* c) const noexcept { PQfinish(c); }
@@ -91,6 +101,7 @@ class PgSession {
 
   std::unique_ptr<PGconn, Finish> conn_;
   std::string server_;
+  Backend backend_;
 };
 
 // A text array literal for a parameter: {"a","b"} with quotes and backslashes escaped.
