@@ -37,8 +37,8 @@ class EstimateState : public JobOrigin {
     Duration tail{};
     Duration central{};
   };
-  EstimateState(RuntimeCore* core, std::string kind, ServiceTimeEstimator e)
-      : JobOrigin{core}, kind_{std::move(kind)}, estimator_{std::move(e)} {}
+  EstimateState(RuntimeCore* owner, std::string kind, ServiceTimeEstimator e)
+      : JobOrigin{owner}, kind_{std::move(kind)}, estimator_{std::move(e)} {}
   // The state of the key of `job`.
   static EstimateState& of(const Job& job) noexcept { return static_cast<EstimateState&>(*job.origin); }
 
