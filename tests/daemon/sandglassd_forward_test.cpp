@@ -1,6 +1,7 @@
 // The budget across hops: chains of real sandglassd processes joined by the forward kind.
 #include "daemon_test_support.hpp"
 #include "forwarding_daemon.hpp"
+#include "loopback_address.hpp"
 
 #include <doctest/doctest.h>
 
@@ -27,7 +28,7 @@ class LossyRelay {
  public:
   explicit LossyRelay(std::uint16_t target_port) : target_port_{target_port} {
     listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr = loopback(0);
+    sockaddr_in addr = sandglass::testing::loopback_address(0);
     ::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
     ::listen(listener_, 8);
     socklen_t len = sizeof addr;
@@ -44,13 +45,6 @@ class LossyRelay {
   std::uint16_t port() const { return port_; }
 
  private:
-  static sockaddr_in loopback(std::uint16_t port) {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    return addr;
-  }
   // Copies bytes both ways until either side closes.
   static void pump(int a, int b) {
     pollfd fds[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
@@ -69,7 +63,7 @@ class LossyRelay {
       const int client = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
       if (client < 0) return;
       const int upstream = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      sockaddr_in addr = loopback(target_port_);
+      sockaddr_in addr = sandglass::testing::loopback_address(target_port_);
       ::connect(upstream, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
       if (n == 0) {
         // Deliver the request (it is small: one read), then lose the way back.

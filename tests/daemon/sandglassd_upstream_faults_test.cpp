@@ -3,6 +3,7 @@
 // job's budget bounds each call, the attempt is counted, retried and held against the breaker
 // as the policy says, and the socket is closed when the attempt ends.
 #include "daemon_test_support.hpp"
+#include "loopback_address.hpp"
 
 #include <doctest/doctest.h>
 
@@ -41,7 +42,7 @@ class FakeUpstream {
   explicit FakeUpstream(Behaviour behaviour) : behaviour_{behaviour} {
     listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     REQUIRE(listener_ >= 0);
-    sockaddr_in addr = loopback();
+    sockaddr_in addr = sandglass::testing::loopback_address();
     REQUIRE(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
     REQUIRE(::listen(listener_, 16) == 0);
     socklen_t len = sizeof addr;
@@ -76,12 +77,6 @@ class FakeUpstream {
   }
 
  private:
-  static sockaddr_in loopback() {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    return addr;
-  }
 
   // Reads until the request's blank line and its Content-Length of body have arrived.
   static bool read_request(int fd) {

@@ -12,6 +12,8 @@
 // Thread safety: cut() and port() from any thread; the relay runs on a thread of its own.
 #pragma once
 
+#include "loopback_address.hpp"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -33,7 +35,7 @@ class TcpProxy {
   // std::runtime_error when it cannot listen.
   explicit TcpProxy(std::uint16_t target) : target_{target} {
     listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a = loopback(0);
+    sockaddr_in a = sandglass::testing::loopback_address(0);
     socklen_t len = sizeof a;
     if (listen_fd_ < 0 || ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
         ::listen(listen_fd_, 64) != 0 ||
@@ -76,13 +78,6 @@ class TcpProxy {
     bool server_open = true;  // false once the server closed its side
   };
 
-  static sockaddr_in loopback(std::uint16_t port) {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    return a;
-  }
 
   static bool send_all(int fd, const char* data, ssize_t n) {
     while (n > 0) {
@@ -99,7 +94,7 @@ class TcpProxy {
     const int client = ::accept(listen_fd_, nullptr, nullptr);
     if (client < 0) return;
     const int server = ::socket(AF_INET, SOCK_STREAM, 0);
-    const sockaddr_in a = loopback(target_);
+    const sockaddr_in a = sandglass::testing::loopback_address(target_);
     if (server < 0 || ::connect(server, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
       ::close(client);
       if (server >= 0) ::close(server);
