@@ -302,20 +302,22 @@ bool RuntimeCore::cancel_from_outside(Job& job, CancelCause cause) {
   return cancelled;  // touches nothing of the core after the unlock
 }
 
-std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<Job> finished,
-                                           Outcome&& outcome) noexcept {
+Job* RuntimeCore::next_job(std::size_t worker, Job* finished, Outcome&& outcome) noexcept {
   thread_local std::vector<DroppedItem> dropped;
   std::vector<DroppedJob> dropped_jobs;
   bool spun = false;
   // One clock read per transition: the end of the run just finished is the `now` of this pop.
-  TimePoint now = finished ? saturating_add(finished->started_at, outcome.timings.run_time)
-                           : Clock::now();
-  // The runtime's own reference to `finished`, taken out under the lock and dropped after it
-  // (this worker holds another): one atomic decrement fewer inside the critical section.
+  TimePoint now = finished != nullptr
+                      ? saturating_add(finished->started_at, outcome.timings.run_time)
+                      : Clock::now();
+  // The runtime's own reference to `finished`, taken out under the lock (record_finished) and
+  // dropped after its outcome is out. The worker holds no reference of its own while a job
+  // runs: `self` keeps it alive, and only this worker clears it. That spares two reference
+  // count changes (an increment at start, a decrement here) per job.
   std::shared_ptr<Job> finished_self;
   queue_.prefetch_inbox();  // its lines arrive while we wait for the lock
   Lock lock = lock_hot_path();
-  const bool sample = finished && record_finished(*finished, outcome, finished_self);
+  const bool sample = finished != nullptr && record_finished(*finished, outcome, finished_self);
   for (bool first = true;; first = false) {
     if (!first) now = Clock::now();
     // A job starts only into a free run slot (jobs that hold no thread keep theirs).
@@ -328,40 +330,38 @@ std::shared_ptr<Job> RuntimeCore::next_job(std::size_t worker, std::shared_ptr<J
     // More work than this worker: pass the wake-up on (submitters skip it while one spins).
     // The started job still holds its reservation (released below), so more means two.
     const bool wake_another = taken != nullptr && queue_.size() > 1;
-    if (taken != nullptr || finished || !dropped_jobs.empty()) {
+    if (taken != nullptr || finished != nullptr || !dropped_jobs.empty()) {
       // Outcomes are published outside the lock, and before this worker may sleep.
       if (!dropped_jobs.empty()) notify_if_drained();
       lock.unlock();
-      // This worker's reference, taken after unlocking (a count change is a full fence, which
-      // the critical section need not wait for). `self` stays while the job runs, and only
-      // this worker clears it (record_finished, finish_detached after launch_awaitable), so
-      // reading it here races only with other readers (the timer, shutdown).
-      std::shared_ptr<Job> started = taken != nullptr ? taken->self : nullptr;
+      // `taken` stays alive through its `self` while it runs (see finished_self above).
       // After unlocking: the release is two read-modify-writes on a line every submitter
       // writes too, the costliest part of a start, and the lock need not wait for it. The
       // slot's end was published under the lock, before this (see start()).
-      if (started) queue_.release(*started);
-      finished_self.reset();  // before use_count() below
+      if (taken != nullptr) queue_.release(*taken);
       if (wake_another) idle_.wake_one();
       if (wake_timer) timer_wake_.notify_one();
-      if (finished) {
-        // Only the worker's reference left (self is gone): no handle can ask for the outcome.
-        const bool kept = finished.use_count() > 1;
+      if (finished != nullptr) {
+        // Only the runtime's reference (self, now finished_self) left: no handle can ask for
+        // the outcome. Other references (the timer's, for a moment) keep it, needlessly.
+        const bool kept = finished_self.use_count() > 1;
         // Before the outcome: whoever waits for it, or its callback, then sees the sample in
         // the estimate. Every run at once, not in batches (see estimate_state.hpp).
         if (sample) EstimateState::of(*finished).record(outcome.timings.run_time, now);
         publish(*finished, std::move(outcome), kept, worker);
-        finished.reset();
+        finished = nullptr;
+        finished_self.reset();  // after the outcome: its last reference may free the record
       }
       finish_dropped(dropped_jobs);
-      if (started && started->awaitable() != nullptr) {
+      if (taken != nullptr && taken->awaitable() != nullptr) {
         // It keeps its slot, not this thread: start it on its executor and look for more.
-        launch_awaitable(started, *this, options_.budget);
-        started.reset();
+        // `self` is read without the lock: only finish_detached (after the launch) clears it.
+        const std::shared_ptr<Job> ref = taken->self;
+        launch_awaitable(ref, *this, options_.budget);
         lock = lock_hot_path();
         continue;
       }
-      if (started) return started;
+      if (taken != nullptr) return taken;
       lock = lock_hot_path();
       continue;
     }

@@ -93,8 +93,7 @@ class RuntimeCore final : public JobSource {
   std::vector<EstimateSnapshot> estimates();
   const RuntimeOptions& options() const noexcept { return options_; }
 
-  std::shared_ptr<Job> next_job(std::size_t worker, std::shared_ptr<Job> finished,
-                                Outcome&& outcome) noexcept override;
+  Job* next_job(std::size_t worker, Job* finished, Outcome&& outcome) noexcept override;
   void finish_detached(std::shared_ptr<Job> job, Outcome&& outcome) noexcept override;
 
  private:

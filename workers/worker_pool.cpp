@@ -19,10 +19,10 @@ WorkerPool::WorkerPool(std::size_t workers, JobSource& source, const BudgetPolic
       const std::string name = "sg-worker-" + std::to_string(i % 10000);
       pthread_setname_np(pthread_self(), name.c_str());
 #endif
-      std::shared_ptr<Job> job = source.next_job(i, nullptr, Outcome{});
-      while (job) {
+      Job* job = source.next_job(i, nullptr, Outcome{});
+      while (job != nullptr) {
         Outcome outcome = run_job(*job, policy);
-        job = source.next_job(i, std::move(job), std::move(outcome));
+        job = source.next_job(i, job, std::move(outcome));
       }
     });
   }

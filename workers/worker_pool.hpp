@@ -23,9 +23,9 @@ class JobSource {
   // Records the outcome of `finished` (the job this worker ran last; null on a worker's first
   // call) and publishes it, then blocks until a job may start and returns it marked running
   // on `worker` (the caller's index in the pool, from 0), or returns nullptr when the pool
-  // should stop. Called by every worker thread.
-  virtual std::shared_ptr<Job> next_job(std::size_t worker, std::shared_ptr<Job> finished,
-                                        Outcome&& outcome) noexcept = 0;
+  // should stop. Called by every worker thread. The worker holds no reference of its own: the
+  // source keeps a returned job alive until the worker hands it back as `finished`.
+  virtual Job* next_job(std::size_t worker, Job* finished, Outcome&& outcome) noexcept = 0;
   // Records and publishes the outcome of a job that ran without a worker thread (an awaitable
   // one), on whichever thread it ended; frees its run slot.
   virtual void finish_detached(std::shared_ptr<Job> job, Outcome&& outcome) noexcept = 0;
