@@ -49,8 +49,7 @@ bool DeadlineQueue::lock_free_may_admit(QueueItem& item, TimePoint now, BusyBoun
   const std::size_t cls = index_of(item.priority);
   // The tests of claim_lock_free with plain loads: an item that will be declined (most
   // rejections) then costs no read-modify-write, and a rejection stays cheap.
-  return !closed_.load(std::memory_order_relaxed) &&
-         reserved_.load(std::memory_order_relaxed) < options_.capacity &&
+  return !closed_.load(std::memory_order_relaxed) && size() < options_.capacity &&
          ns_since_epoch(item.deadline.time_point()) >= order_[cls].load(std::memory_order_relaxed) &&
          fits(item, cls, now, busy, 0);
 }
@@ -58,12 +57,20 @@ bool DeadlineQueue::lock_free_may_admit(QueueItem& item, TimePoint now, BusyBoun
 bool DeadlineQueue::claim_lock_free(QueueItem& item, TimePoint now, BusyBound busy) noexcept {
   const std::size_t cls = index_of(item.priority);
   const std::int64_t deadline = ns_since_epoch(item.deadline.time_point());
+  // Releases read before the reservation (acquire: pairs with the release store in release()):
+  // each one seen is of an item reserved before this one, so `before - released` counts no
+  // release twice and never less than the places taken when it reserved (an upper bound; a
+  // release read after the reservation could be of an item reserved after it).
+  const std::size_t released = released_.load(std::memory_order_acquire);
   // The place and the work first: whoever looks after this sees them (an upper bound).
-  if (reserved_.fetch_add(1, std::memory_order_seq_cst) >= options_.capacity) {
+  const std::size_t before = reserved_.fetch_add(1, std::memory_order_seq_cst);
+  if (before - released >= options_.capacity) {
     reserved_.fetch_sub(1, std::memory_order_relaxed);
     return false;  // full: admit sheds or refuses
   }
-  if (item.counted_ > 0) reserved_work_[cls].fetch_add(item.counted_, std::memory_order_seq_cst);
+  if (item.counted_ > 0) {
+    reserved_work_[cls].fetch_add(static_cast<std::uint64_t>(item.counted_), std::memory_order_seq_cst);
+  }
   // After the reservation: close() pairs with it (see there).
   if (!closed_.load(std::memory_order_seq_cst)) {
     std::int64_t order = order_[cls].load(std::memory_order_seq_cst);
@@ -93,9 +100,17 @@ bool DeadlineQueue::fits(const QueueItem& item, std::size_t cls, TimePoint now, 
   if (item.estimate <= Duration::zero()) return true;  // unknown: admit
   // Work ahead: the classes up to this one, reservations in flight included, less its own
   // (if reserved); then what the running jobs still need, read after the work (see `take`).
+  // Per class, the work released is read before the work reserved (acquire, pairing with the
+  // release store in release()): every release it sees is of work the later read of the
+  // reserved sum includes, so the difference bounds the work reserved and not released at the
+  // second read from above. A negative difference can only be a wrapped sum: no bound.
+  std::array<std::uint64_t, kPriorityCount> released{};
+  for (std::size_t p = 0; p <= cls; ++p) released[p] = released_work_[p].load(std::memory_order_acquire);
   std::int64_t ahead = -own;
   for (std::size_t p = 0; p <= cls; ++p) {
-    ahead = add_sat(ahead, reserved_work_[p].load(std::memory_order_seq_cst));
+    const auto in_class =
+        static_cast<std::int64_t>(reserved_work_[p].load(std::memory_order_seq_cst) - released[p]);
+    ahead = add_sat(ahead, in_class >= 0 ? in_class : kInf);
   }
   ahead = std::max<std::int64_t>(ahead, 0);
   const Duration busy_for = std::max(busy.bound(busy.context, now), Duration::zero());
@@ -139,19 +154,33 @@ void DeadlineQueue::splice() {
 void DeadlineQueue::reserve(const QueueItem& item) noexcept {
   reserved_.fetch_add(1, std::memory_order_seq_cst);
   if (item.counted_ > 0) {
-    reserved_work_[index_of(item.priority)].fetch_add(item.counted_, std::memory_order_seq_cst);
+    reserved_work_[index_of(item.priority)].fetch_add(static_cast<std::uint64_t>(item.counted_),
+                                                      std::memory_order_seq_cst);
   }
 }
 
 void DeadlineQueue::unreserve(const QueueItem& item) noexcept {
-  // Release: pairs with the seq_cst reads of admit_lock_free and settle.
+  // Seq_cst: pairs with the seq_cst reads of admit_lock_free and settle.
   if (item.counted_ > 0) {
-    reserved_work_[index_of(item.priority)].fetch_sub(item.counted_, std::memory_order_seq_cst);
+    reserved_work_[index_of(item.priority)].fetch_sub(static_cast<std::uint64_t>(item.counted_),
+                                                      std::memory_order_seq_cst);
   }
   reserved_.fetch_sub(1, std::memory_order_seq_cst);
 }
 
-void DeadlineQueue::release(QueueItem& item) noexcept { unreserve(item); }
+void DeadlineQueue::release(QueueItem& item) noexcept {
+  // Only the owner writes released_ (under its exclusion), so a load and a store add to it: no
+  // read-modify-write, no full fence. Release order: pairs with the acquire loads of
+  // admit_lock_free (claim_lock_free, fits) and size(); whoever sees a release sees what the
+  // owner did before it (the runtime's slot end, see RuntimeCore::start) and, through the
+  // splice that linked the item, the item's reservation. The work first, the place last.
+  if (item.counted_ > 0) {
+    std::atomic<std::uint64_t>& work = released_work_[index_of(item.priority)];
+    work.store(work.load(std::memory_order_relaxed) + static_cast<std::uint64_t>(item.counted_),
+               std::memory_order_release);
+  }
+  released_.store(released_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
 
 void DeadlineQueue::claim_order(Priority priority, TimePoint deadline) noexcept {
   std::atomic<std::int64_t>& order = order_[index_of(priority)];
@@ -168,7 +197,11 @@ void DeadlineQueue::settle(std::size_t own) {
   // preempted submitter makes this wait longer.
   for (unsigned spins = 0;; ++spins) {
     splice();
-    if (reserved_.load(std::memory_order_seq_cst) == size_ + own) return;
+    // released_ is the owner's own (see there): relaxed.
+    if (reserved_.load(std::memory_order_seq_cst) - released_.load(std::memory_order_relaxed) ==
+        size_ + own) {
+      return;
+    }
     if (spins < 64) {
       pause();
     } else {

@@ -375,7 +375,7 @@ Admission DeadlineQueue::admit(QueueItem& item, TimePoint now, Load load) {
   claim_order(item.priority, item.deadline.time_point());
   settle(1);
   const Admission admission = decide(item, now, load);
-  if (!admission.admitted()) unreserve(item);
+  if (!admission.admitted()) release(item);  // the owner's way back (see released_)
   return admission;
 }
 

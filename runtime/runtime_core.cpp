@@ -328,17 +328,16 @@ Job* RuntimeCore::next_job(std::size_t worker, Job* finished, Outcome&& outcome)
     Job* const taken = item != nullptr ? &job_of(item) : nullptr;
     if (taken != nullptr) start(*taken, now, worker, wake_timer);
     // More work than this worker: pass the wake-up on (submitters skip it while one spins).
-    // The started job still holds its reservation (released below), so more means two.
+    // The started job still holds its reservation (released next), so more means two.
     const bool wake_another = taken != nullptr && queue_.size() > 1;
+    // Under the lock (the queue's owner side): two plain stores, after the slot's end was
+    // published (see start()).
+    if (taken != nullptr) queue_.release(*taken);
     if (taken != nullptr || finished != nullptr || !dropped_jobs.empty()) {
       // Outcomes are published outside the lock, and before this worker may sleep.
       if (!dropped_jobs.empty()) notify_if_drained();
       lock.unlock();
       // `taken` stays alive through its `self` while it runs (see finished_self above).
-      // After unlocking: the release is two read-modify-writes on a line every submitter
-      // writes too, the costliest part of a start, and the lock need not wait for it. The
-      // slot's end was published under the lock, before this (see start()).
-      if (taken != nullptr) queue_.release(*taken);
       if (wake_another) idle_.wake_one();
       if (wake_timer) timer_wake_.notify_one();
       if (finished != nullptr) {
@@ -430,20 +429,21 @@ void RuntimeCore::start(Job& job, TimePoint now, std::size_t worker, bool& wake_
   // The tail estimate, less what has run: for a kind of fixed length that is what is left; for
   // a memoryless one (exponential run times) it stays near the mean on average.
   slots_[slot] = {.job = &job, .expected_end = saturating_add(now, job.estimate), .group = job.group};
-  // Published here, then the queue's reservation given back by the caller (next_job, after
-  // unlocking): a lock-free admission counts the job in one of the two (see
+  // Published here, then the queue's reservation given back by the caller (next_job, under
+  // the lock): a lock-free admission counts the job in one of the two (see
   // DeadlineQueue::take). Relaxed, because the release orders it: DeadlineQueue::release is a
-  // release read-modify-write of the job's class's reserved work (when it counts any) and of
-  // the reserved places, after this store in program order; an admitter reads reserved_ (its
-  // own reservation's read-modify-write) and the reserved work of its class and those above
-  // (acquire loads) before it reads the slot ends in busy_bound. If one of those reads sees the
+  // release store of the job's class's released work (when it counts any) and of the
+  // released places, after this store in program order; an admitter reads the released places
+  // (before its reservation) and the released work of its class and those above (acquire
+  // loads) before it reads the slot ends in busy_bound. If one of those reads sees the
   // release, it synchronises with it and busy_bound sees this end (or a later one: the slot
   // freed, or a newer job's end, which is then the truth). If none does, the job's work is
   // still counted as queued work ahead of the admitter (its class is at or above the
-  // admitter's), or it is of a lower class, which the exact rule would not count as queued
-  // either and which the admitter's reads then precede; a job that counts no work has an end
-  // of `now` and adds nothing to busy_bound. So the bound holds as with a seq_cst store, but
-  // the critical section no longer waits at a full fence for its stores to the job's lines.
+  // admitter's: the released work it read leaves it in), or it is of a lower class, which the
+  // exact rule would not count as queued either and which the admitter's reads then precede;
+  // a job that counts no work has an end of `now` and adds nothing to busy_bound. So the bound
+  // holds as with a seq_cst store, but the critical section waits at no full fence for its
+  // stores to the job's lines, and the release takes no locked instruction.
   slot_ends_[slot].ns.store(slots_[slot].expected_end.time_since_epoch().count(),
                             std::memory_order_relaxed);
   wake_timer = wake_timer_for(job.deadline);

@@ -227,7 +227,9 @@ class DeadlineQueue {
   // As `pop`, but the item's reservation (its place and its work, which admit_lock_free reads
   // as work ahead) stays held until `release(item)`: a caller that counts the item as running
   // work elsewhere releases it after that is visible, so a lock-free admission in between
-  // sees the item in one of the two places.
+  // sees the item in one of the two places. `release`, like everything but the calls listed
+  // under "Thread safety", runs under the owner's exclusion: it is two plain stores, no
+  // read-modify-write (see released_).
   QueueItem* take(TimePoint now, std::vector<DroppedItem>& dropped,
                   const std::function<bool(std::uint32_t group)>& can_start = {});
   void release(QueueItem& item) noexcept;
@@ -260,7 +262,13 @@ class DeadlineQueue {
 
   // Items queued, parked or in the inbox (and, for a moment, lock-free reservations in flight
   // and taken items not yet released).
-  std::size_t size() const noexcept { return reserved_.load(std::memory_order_relaxed); }
+  std::size_t size() const noexcept {
+    // Released first. Acquire, pairing with the release store in release(): each release it
+    // sees comes after its item's reservation, which the load of reserved_ then sees too, so
+    // the difference never goes below zero.
+    const std::size_t released = released_.load(std::memory_order_acquire);
+    return reserved_.load(std::memory_order_relaxed) - released;
+  }
   bool empty() const noexcept { return size() == 0; }
   // The linked items of one class (call `splice` first to count the inbox).
   std::size_t size(Priority priority) const noexcept;
@@ -316,7 +324,9 @@ class DeadlineQueue {
   // Unlinks; with `release`, also gives back its reservation (see `take`).
   void unlink(QueueItem& item, bool release = true) noexcept;
   // Reserves what admit_lock_free reads (a place, the work) and claims the class's order for
-  // a deadline; `reserve` undoes nothing, `unreserve` gives back a reservation not linked.
+  // a deadline; `reserve` undoes nothing. `unreserve` takes back a reservation not linked, on
+  // the reserving side (any thread: a lock-free admission that lost); the owner gives one back
+  // with `release` instead.
   void reserve(const QueueItem& item) noexcept;
   void unreserve(const QueueItem& item) noexcept;
   void claim_order(Priority priority, TimePoint deadline) noexcept;
@@ -347,10 +357,18 @@ class DeadlineQueue {
   bool has_origin_ = false;
 
   // What admit_lock_free reads and writes (the owner's lock does not guard them). Reservations:
-  // every item admitted (either path) and not yet released holds one place and its work.
+  // every item admitted (either path) and not yet released holds one place and its work. They
+  // are counted as two running sums, what was reserved less what was released, each on a line
+  // of its own: submitters add to reserved_ (read-modify-writes, as several add at once) and
+  // take back only a reservation of their own that failed (unreserve); only the owner, under
+  // its exclusion, adds to released_, so a release is a plain load and store (release order)
+  // instead of two locked read-modify-writes on the line every submitter writes. Work sums are
+  // ns and wrap (unsigned); differences are what counts.
   std::atomic<bool> closed_{false};
   alignas(64) std::atomic<std::size_t> reserved_{0};
-  std::array<std::atomic<std::int64_t>, kPriorityCount> reserved_work_{};  // ns, by class
+  std::array<std::atomic<std::uint64_t>, kPriorityCount> reserved_work_{};  // ns, by class
+  alignas(64) std::atomic<std::size_t> released_{0};
+  std::array<std::atomic<std::uint64_t>, kPriorityCount> released_work_{};  // ns, by class
   // Per class: above every deadline admitted in the class, strictly increasing (ns since the
   // clock's epoch). A lock-free admission claims its place in the class's order by raising it
   // with a compare-and-swap; `admit` raises it too, which fails the claims in flight.
