@@ -809,8 +809,15 @@ void RuntimeCore::finish_unstarted(Job& job, State state, Reason reason, CancelC
 }
 
 void RuntimeCore::publish(Job& job, Outcome&& outcome, bool kept, std::size_t worker) {
-  OutcomeCounts& counts = outcome_counts_[std::min(worker, options_.workers)];
-  counts.by_reason[static_cast<std::size_t>(outcome.reason)].fetch_add(1, std::memory_order_relaxed);
+  std::atomic<std::uint64_t>& count =
+      outcome_counts_[std::min(worker, options_.workers)].by_reason[static_cast<std::size_t>(outcome.reason)];
+  if (worker < options_.workers) {
+    // A worker's row has one writer, the worker itself: a load and a store, no locked
+    // read-modify-write (readers only load).
+    count.store(count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  } else {
+    count.fetch_add(1, std::memory_order_relaxed);
+  }
   job.publish(std::move(outcome), kept);
 }
 

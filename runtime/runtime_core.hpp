@@ -242,7 +242,8 @@ class RuntimeCore final : public JobSource {
   alignas(64) std::atomic<JobId> next_id_{1};  // less one: the submissions so far
   std::atomic<std::size_t> peak_queued_{0};  // raised by submitters; relaxed, a statistic
   // Outcomes published, by reason: a row per worker (so that workers do not take one cache
-  // line from each other for every job) and a last, shared row for everyone else. Relaxed,
+  // line from each other for every job; only its worker writes it, without a read-modify-write)
+  // and a last, shared row for everyone else. Relaxed,
   // and added to before the outcome is published: a reader that saw an outcome (acquire) sees
   // it counted. stats() sums the rows.
   struct alignas(64) OutcomeCounts {

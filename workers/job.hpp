@@ -68,11 +68,25 @@ struct Job : QueueItem {
   // may be called only while the job is unfinished.
   JobOrigin* origin = nullptr;
   RuntimeCore* core() const noexcept { return origin->core; }
+  // --- Written when the job starts (under the runtime's lock, by a worker on another core
+  // than the submitter's): beside `phase` and `started_`, so that a start writes one line of
+  // the record fewer.
+  TimePoint started_at;
   Phase phase = Phase::pending;        // guarded by the runtime
   bool deadline_signalled = false;     // guarded by the runtime: the timer cancelled it
   bool overrun_reported = false;       // guarded by the runtime: on_overrun was told of it
   std::atomic<bool> done_{false};      // the outcome is published
   std::atomic<bool> started_{false};   // the handler was handed to a worker (for observers)
+  std::uint32_t worker;                // its run slot (a blocking job's: its worker's index)
+
+ private:
+  // Callers between pin_core() and unpin_core(). A pinner increments it and then reads done_;
+  // publish sets done_ and then waits for it to be zero (all seq_cst), so either the pinner
+  // sees the job finished, or publish waits until the pinner has registered with the runtime.
+  // Here, beside `worker`: no padding.
+  std::atomic<std::uint32_t> pins_{0};
+
+ public:
   // The runtime's own reference while the job is queued or running: lets the queue and the
   // running set link it by address, and the timer take a reference to what it cancels.
   std::shared_ptr<Job> self;
@@ -94,10 +108,6 @@ struct Job : QueueItem {
   std::string_view idempotency_key() const noexcept {
     return cold_parts ? std::string_view{cold_parts->idempotency_key} : std::string_view{};
   }
-
-  // --- Written when the job starts.
-  TimePoint started_at;
-  std::uint32_t worker;                // its run slot (a blocking job's: its worker's index)
 
   // Trivially set up (two words); only a registration allocates (see cancel.hpp).
   CancelState& cancel_state() noexcept { return cancel_state_; }
@@ -137,12 +147,6 @@ struct Job : QueueItem {
   };
   Waiters& waiters();
   const Outcome& published_outcome() const noexcept { return *outcome_; }
-
-  // Callers between pin_core() and unpin_core(). A pinner increments it and then reads done_;
-  // publish sets done_ and then waits for it to be zero (all seq_cst), so either the pinner
-  // sees the job finished, or publish waits until the pinner has registered with the runtime.
-  // First, beside `worker`: no padding.
-  std::atomic<std::uint32_t> pins_{0};
 
   // Publication: the outcome is constructed, then done_ is set, and it never changes after.
   // A waiter installs waiters_ and then reads done_; publish sets done_ and then reads
