@@ -215,7 +215,8 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
     });
   }
 
-  const EstimateState::Figures figures = es.figures(now);
+  // Admitted upstream (JobSpec::admitted): no prediction here, as for a key with no samples.
+  const EstimateState::Figures figures = spec.admitted ? EstimateState::Figures{} : es.figures(now);
   // Not yet visible to any other thread (a parent's callback reads them only once queued).
   job->estimate = figures.tail;
   job->work = figures.central;

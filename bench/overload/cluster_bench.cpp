@@ -585,6 +585,27 @@ int overload_sweep(Cluster& c, const Options& o) {
                 bucket_quantile(wait, 0.5), bucket_quantile(wait, 0.99), bucket_quantile(stmt, 0.5),
                 bucket_quantile(stmt, 0.99), bucket_quantile(size, 0.5) / 1000, bucket_quantile(size, 0.99) / 1000);
     std::printf("    statements (pg_stat_statements, nested included):\n%s", statement_times(c.pg, 25).c_str());
+    // Per second of the sweep (capacity, then each load), by the database's clock: how busy the
+    // workers were (run time of the jobs that ended in that second ÷ workers), the jobs claimed,
+    // their wait from insert to claim, those retired unclaimed, and the central estimate the
+    // admission counted against the mean run time.
+    const auto rows = c.pg.query(fmt::format(
+        "WITH t0 AS (SELECT min(created_at) AS t FROM sandglass_jobs) "
+        "SELECT s, round(sum(run_us) FILTER (WHERE fs = s) / 1e6 / {}, 3), count(*) FILTER (WHERE cs = s), "
+        "round(avg(wait_ms) FILTER (WHERE cs = s)), count(*) FILTER (WHERE fs = s AND reason = 'too_late_to_start'), "
+        "round(avg(work_us) FILTER (WHERE cs = s) / 1000.0, 1), round(avg(run_us) FILTER (WHERE fs = s AND reason = 'ok') / 1000.0, 1) "
+        "FROM (SELECT floor(extract(epoch FROM finished_at - t0.t))::int AS fs, "
+        "             floor(extract(epoch FROM claimed_at - t0.t))::int AS cs, "
+        "             extract(epoch FROM claimed_at - created_at) * 1000 AS wait_ms, run_us, reason, work_us "
+        "        FROM sandglass_jobs, t0) j, generate_series(0, 20) s GROUP BY s ORDER BY s",
+        o.workers * c.nodes.size()));
+    std::printf("    per second: s busy claimed wait_ms retired work_ms run_ms\n");
+    for (const auto& r : rows) {
+      if (r.size() >= 7 && r[2] != "0") {
+        std::printf("    %s %s %s %s %s %s %s\n", r[0].c_str(), r[1].c_str(), r[2].c_str(), r[3].c_str(),
+                    r[4].c_str(), r[5].c_str(), r[6].c_str());
+      }
+    }
   }
   print_deadline_and_duplicates(c.pg, "overload sweep");
   return rc;

@@ -203,8 +203,12 @@ void ClusterNode::Impl::run_claimed(Claimed job) {
     } clear{this, id};
     inner(ctx);
   };
+  // The claim was this job's admission (the cluster's estimates, the database's clock): the
+  // node's Runtime runs it without deciding again with its own estimate, which has seen only
+  // this node's runs. Its deadline and cancellation still apply, and it still teaches the
+  // Runtime's estimate (the node's /metrics and /v1/stats).
   JobSpec spec{.kind = kind_name, .priority = job.priority, .deadline = job.deadline,
-               .estimate_key = std::move(estimate_key)};
+               .estimate_key = std::move(estimate_key), .admitted = true};
   JobHandle handle = runtime_.submit(std::move(spec), std::move(wrapped),
                                      [this, id, attempt](const Outcome& o) { finished(id, attempt, o); });
   bool cancel_now = false;

@@ -146,7 +146,11 @@ void ClusterNode::Impl::intake_loop(std::stop_token st) {
 // NOTIFY carries its run time); zero when none are known.
 std::vector<std::int64_t> ClusterNode::Impl::served_tails() {
   std::vector<std::int64_t> tails;
-  for (const std::string& k : served_) tails.push_back(us_of(estimates(k).second));
+  // At least min_useful: a claim retires what the Runtime would refuse budget_too_small, so
+  // that a claimed job is never refused after its claim (JobSpec::admitted).
+  for (const std::string& k : served_) {
+    tails.push_back(us_of(std::max(estimates(k).second, budget_.min_useful)));
+  }
   return tails;
 }
 

@@ -49,6 +49,11 @@ struct JobSpec {
                                          // kind; finer keys (a command, a query) keep a slow
                                          // variant from making a fast one look implausible.
                                          // Keep the set of keys bounded.
+  bool admitted = false;                 // admission was decided before the job got here (a
+                                         // cluster's claim): the runtime does not predict it again
+                                         // and treats it as a key with no samples (admitted,
+                                         // dropped unstarted only at its deadline); its deadline,
+                                         // cancellation and run-time sample are as for any job
 
   // A view of this spec; it refers to this spec's strings and token.
   operator JobSpecRef() const noexcept;  // NOLINT: implicit, so async_submit takes a JobSpec
@@ -86,6 +91,7 @@ struct JobSpecRef {
   CancelTokenRef parent;
   std::string_view idempotency_key;
   std::string_view estimate_key;
+  bool admitted = false;
 
   // An owning copy.
   JobSpec to_spec() const {
@@ -95,7 +101,8 @@ struct JobSpecRef {
                    .deadline = deadline,
                    .parent = parent.get(),
                    .idempotency_key = std::string{idempotency_key},
-                   .estimate_key = std::string{estimate_key}};
+                   .estimate_key = std::string{estimate_key},
+                   .admitted = admitted};
   }
 };
 
@@ -110,7 +117,8 @@ inline JobSpec::operator JobSpecRef() const noexcept {
                     .deadline = deadline,
                     .parent = parent,
                     .idempotency_key = idempotency_key,
-                    .estimate_key = estimate_key};
+                    .estimate_key = estimate_key,
+                    .admitted = admitted};
 }
 
 }  // namespace sandglass

@@ -23,12 +23,15 @@ inline constexpr int kHeartbeatMs = 50;
 
 class ClusterFixture {
  public:
-  // The [cluster] table of a node serving `kinds` (all when empty).
-  std::string config(const std::vector<std::string>& kinds, int workers = 2) const {
+  // The [cluster] table of a node serving `kinds` (all when empty); `runtime` adds lines to its
+  // [runtime] table.
+  std::string config(const std::vector<std::string>& kinds, int workers = 2,
+                     const std::string& runtime = {}) const {
     std::string list;
     for (const std::string& k : kinds) list += (list.empty() ? "\"" : ", \"") + k + "\"";
     return fmt::format(R"([runtime]
 workers = {}
+{}
 [cluster]
 conninfo = "{}"
 heartbeat_ms = {}
@@ -36,12 +39,13 @@ lease_ms = {}
 poll_ms = 100
 kinds = [{}]
 )",
-                       workers, pg.conninfo(), kHeartbeatMs, kLeaseMs, list);
+                       workers, runtime, pg.conninfo(), kHeartbeatMs, kLeaseMs, list);
   }
 
   // Starts a node; its name is "127.0.0.1:PORT".
-  DaemonProcess& node(const std::vector<std::string>& kinds, int workers = 2) {
-    const std::string path = write_temp_file("cluster.toml", config(kinds, workers));
+  DaemonProcess& node(const std::vector<std::string>& kinds, int workers = 2,
+                      const std::string& runtime = {}) {
+    const std::string path = write_temp_file("cluster.toml", config(kinds, workers, runtime));
     nodes.push_back(std::make_unique<DaemonProcess>(std::vector<std::string>{"--config", path}));
     return *nodes.back();
   }
