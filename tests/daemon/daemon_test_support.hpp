@@ -23,6 +23,9 @@ inline boost::json::object json_of(const HttpAnswer& a) {
   return boost::json::parse(a.body).as_object();
 }
 
+// The id of the job an answer to POST /v1/jobs describes.
+inline std::uint64_t id_of(const HttpAnswer& a) { return json_of(a).at("id").to_number<std::uint64_t>(); }
+
 inline HttpAnswer post_job(std::uint16_t port, const std::string& body,
                            const std::vector<std::pair<std::string, std::string>>& headers = {},
                            const std::string& query = {}) {

@@ -6,10 +6,6 @@
 using namespace sandglass::testing;
 using boost::json::object;
 
-namespace {
-std::uint64_t id_of(const HttpAnswer& a) { return json_of(a).at("id").to_number<std::uint64_t>(); }
-}  // namespace
-
 TEST_SUITE("sandglassd idempotency") {
   TEST_CASE("a second submit with the key of a running job attaches to it and both get its outcome" *
             doctest::timeout(60)) {

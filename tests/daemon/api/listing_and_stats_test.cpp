@@ -21,8 +21,6 @@ using boost::json::object;
 
 namespace {
 
-std::uint64_t id_of(const HttpAnswer& a) { return json_of(a).at("id").to_number<std::uint64_t>(); }
-
 array jobs_of(std::uint16_t port, const std::string& query) {
   const HttpAnswer a = http(port, "GET", "/v1/jobs" + query);
   REQUIRE(a.status == 200);

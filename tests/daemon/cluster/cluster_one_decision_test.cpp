@@ -12,12 +12,6 @@
 using namespace sandglass::testing;
 using namespace std::chrono_literals;
 
-namespace {
-
-std::uint64_t id_of(const HttpAnswer& a) { return json_of(a).at("id").to_number<std::uint64_t>(); }
-
-}  // namespace
-
 TEST_SUITE("cluster") {
 
 TEST_CASE("a job the cluster admitted and claimed runs on the claiming node although that node's "

@@ -15,8 +15,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::uint64_t id_of(const HttpAnswer& a) { return json_of(a).at("id").to_number<std::uint64_t>(); }
-
 std::uint64_t submit_later(std::uint16_t port, const std::string& body) {
   const HttpAnswer a = post_job(port, body, {}, "?wait=false");
   REQUIRE(a.status == 202);

@@ -34,8 +34,6 @@ namespace {
 
 constexpr std::string_view kHostile = "<img src=x onerror=alert(1)>";
 
-std::uint64_t id_of(const HttpAnswer& a) { return json_of(a).at("id").to_number<std::uint64_t>(); }
-
 std::int64_t env_ms(const char* name, std::int64_t fallback) {
   const char* v = std::getenv(name);
   return v == nullptr ? fallback : std::stoll(v);
