@@ -22,7 +22,8 @@ std::string random_suffix() {
 
 ClusterNode::Impl::Impl(const DaemonConfig& config, const KindRegistry& kinds, Runtime& runtime)
     : config_{*config.cluster}, budget_{config.runtime.budget}, kinds_{kinds},
-      runtime_{runtime}, workers_{config.runtime.workers}, capacity_{config.runtime.capacity},
+      runtime_{runtime}, workers_{config.runtime.workers},
+      claim_ahead_{claim_ahead_for(config.runtime.workers)}, capacity_{config.runtime.capacity},
       estimator_options_{.quantile = config.runtime.estimate_quantile,
                          .window = config.runtime.estimate_window,
                          .max_age = config.runtime.estimate_max_age,

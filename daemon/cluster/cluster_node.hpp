@@ -24,8 +24,10 @@
 //   it into its own steady-clock Deadline (claimer.cpp, intake.cpp), so machine clocks never
 //   matter.
 // - The claim rule: sandglass_claim — at most the node's free workers (reserved before the
-//   statement, `reserve_workers`), class then deadline, SKIP LOCKED, retiring head rows that can
-//   no longer finish. A claim at insert (sandglass_submit_claim) takes only jobs that come
+//   statement, `reserve_workers`), plus, while the queue has a backlog, a quarter of its
+//   workers' worth that waits in the local Runtime's queue so that no worker waits for a claim's
+//   round trip (claimer.cpp, "claiming ahead"); class then deadline, SKIP LOCKED, retiring head
+//   rows that can no longer finish. A claim at insert (sandglass_submit_claim) takes only jobs that come
 //   before every queued job the node serves, within the workers it reserved: what a claim right
 //   after the insert would take. While some workers are busy the claimer waits up to 1 ms for
 //   a group of them to free up (`claimer_loop`), so that one statement serves several jobs.

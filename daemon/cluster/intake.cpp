@@ -207,7 +207,10 @@ void ClusterNode::Impl::insert(PgSession& db, std::vector<Pending>& batch) {
   std::size_t reserved = 0;
   if (claimable > 0 && !claims_closing_.load(std::memory_order_relaxed)) {
     claim_lock.lock();
-    if (!claiming_stopped_) reserved = reserve_workers(std::min(claimable, config_.claim_batch));
+    // Free workers only (claim_ahead in claimer.cpp).
+    if (!claiming_stopped_) {
+      reserved = reserve_workers(std::min(claimable, config_.claim_batch), /*ahead=*/false);
+    }
     if (reserved == 0) claim_lock.unlock();
   }
   struct Unreserve {  // gives back the workers no job took, also when the statement throws

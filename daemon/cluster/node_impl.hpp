@@ -23,6 +23,7 @@
 
 #include <sandglass/service_time_estimator.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -48,6 +49,13 @@ inline constexpr std::size_t kFinishBatch = 512;      // most outcomes one state
 inline constexpr std::size_t kSubmitBatch = 128;      // most submissions one statement inserts
 inline constexpr std::size_t kRecentOutcomes = 8192;  // outcome ids remembered for late waiters
 inline constexpr std::size_t kEarlyCancels = 1024;    // cancels remembered for jobs not yet started
+inline constexpr std::size_t kMostAhead = 16;         // most jobs a node claims beyond its workers
+
+// How many claimed jobs a node of `workers` holds beyond them while the cluster's queue has a
+// backlog (claim_ahead in claimer.cpp): a quarter of its workers, at least 1, at most kMostAhead.
+constexpr std::size_t claim_ahead_for(std::size_t workers) noexcept {
+  return std::clamp<std::size_t>(workers / 4, 1, kMostAhead);
+}
 
 class ClusterNode::Impl {
  public:
@@ -92,7 +100,12 @@ class ClusterNode::Impl {
     bool commit_written = false;
     bool cancel_pending = false;    // a cancel came before the handle
     TimePoint claimed_at{};
-    TimePoint expected_end{};  // claimed_at + the kind's tail estimate: the heartbeat reports the rest
+    // What the heartbeat reports as this job's rest (heartbeat.cpp): before it starts (it may
+    // wait in the local queue, claimed ahead), the kind's central estimate; once started, its
+    // start + the kind's tail estimate - now.
+    Duration work{};
+    Duration tail{};
+    std::optional<TimePoint> started_at;
   };
 
   struct Finish {
@@ -176,8 +189,13 @@ class ClusterNode::Impl {
   // when it took `limit` jobs (the queue may hold more). Throws PgError (nothing was started;
   // the reservation is given back; the caller keeps the outcomes).
   bool exchange(PgSession& db, const std::vector<Finish>& outcomes, std::size_t limit);
-  // Reserves up to `most` free workers for jobs about to be claimed; returns how many.
-  std::size_t reserve_workers(std::size_t most) noexcept;
+  // Reserves up to `most` places for jobs about to be claimed; returns how many. A place is a
+  // free worker or, with `ahead` while the queue has a backlog, one of the claim_ahead_ places
+  // in the local queue beyond the workers (claim_room).
+  std::size_t reserve_workers(std::size_t most, bool ahead) noexcept;
+  // How many claimed jobs this node may hold now: its workers, plus claim_ahead_ while the
+  // cluster's queue has a backlog (backlog_) and `ahead`.
+  std::size_t claim_room(bool ahead) const noexcept;
   // Gives back reserved workers no job took. `for_claimer`: they were held back from the
   // claimer (an insert that claimed fewer than it reserved), so it is asked to claim.
   void release_workers(std::size_t n, bool for_claimer) noexcept;
@@ -221,6 +239,7 @@ class ClusterNode::Impl {
   const KindRegistry& kinds_;
   Runtime& runtime_;
   const std::size_t workers_;
+  const std::size_t claim_ahead_;  // claim_ahead_for(workers_)
   const std::size_t capacity_;
   const ServiceTimeEstimatorOptions estimator_options_;
   std::vector<std::string> served_;
@@ -264,9 +283,15 @@ class ClusterNode::Impl {
   bool claim_wanted_ = true;       // guarded by claim_mu_
   std::deque<Finish> outcomes_;    // guarded by claim_mu_: local outcomes not yet sent
   bool outcomes_in_flight_ = false;  // guarded by claim_mu_: a statement carries some
-  // Claimed jobs without a local outcome yet, and workers reserved for claims in flight. Only
-  // reserve_workers raises it (a CAS up to workers_), so claims never exceed the free workers.
+  // Claimed jobs without a local outcome yet, and places reserved for claims in flight. Only
+  // reserve_workers raises it (a CAS up to claim_room), so claims never exceed the free workers
+  // plus, while the queue has a backlog, claim_ahead_ jobs waiting in the local Runtime's queue.
   std::atomic<std::size_t> held_{0};
+  // The claimer's last claim took all it asked for: the queue has more than this node's free
+  // workers take, so the jobs it claims ahead would have waited in the database's queue anyway
+  // rather than for another node's free worker. A claim that finds fewer clears it. (Relaxed:
+  // a hint; held_ never exceeds workers_ + claim_ahead_ whatever it reads.)
+  std::atomic<bool> backlog_{false};
   // A claiming statement failed since the last take_back_unheld (exec_claiming). Written
   // under orphans_mu_ together with orphans_; read without it only as a hint.
   std::atomic<bool> claims_unknown_{false};
