@@ -1,0 +1,170 @@
+// Claiming ahead (daemon/cluster/claimer.cpp): while the cluster's queue has a backlog, a node
+// holds a few claimed jobs beyond its free workers in its local Runtime's queue, so that a
+// worker that ends a job never waits for a claim's round trip. Such a job is a running row of
+// its node that has not started: a cancel from another node, a kill -9 of its node and a
+// shutdown must each still give it exactly one outcome.
+#include "cluster/cluster_fixture.hpp"
+
+#include <doctest/doctest.h>
+
+#include <signal.h>
+
+using namespace sandglass::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::uint64_t submit_later(std::uint16_t port, const std::string& body) {
+  const HttpAnswer a = post_job(port, body, {}, "?wait=false");
+  REQUIRE(a.status == 202);
+  return id_of(a);
+}
+
+// Every change of a job to its outcome, logged by the database itself.
+void log_outcomes(ClusterFixture& c) {
+  c.pg.execute(
+      "CREATE TABLE outcome_log (id bigint, attempt int, reason text);"
+      "CREATE FUNCTION log_outcome() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+      "  INSERT INTO outcome_log VALUES (NEW.id, NEW.attempt, NEW.reason); RETURN NEW; END $$;"
+      "CREATE TRIGGER outcome_log AFTER UPDATE ON sandglass_jobs FOR EACH ROW"
+      "  WHEN (OLD.state <> 'done' AND NEW.state = 'done') EXECUTE FUNCTION log_outcome();");
+}
+
+std::string running_on(ClusterFixture& c, const DaemonProcess& node) {
+  return c.pg.scalar("SELECT count(*) FROM sandglass_jobs WHERE state = 'running' AND node_ran = '" +
+                     ClusterFixture::name_of(node) + "'");
+}
+
+// The jobs of the scene below, by role.
+struct Scene {
+  std::uint64_t short_critical = 0, short_high = 0;  // run first, then free the two workers
+  std::uint64_t long_committed = 0, long_high = 0;   // then run on the runner's two workers
+                                                     // (the first commits when asked to)
+  std::uint64_t ahead = 0;                           // claimed ahead: in the runner's local queue
+  std::uint64_t queued = 0;                          // left in the database's queue
+  std::vector<std::uint64_t> spins;                  // run on the entry node meanwhile
+  std::vector<std::uint64_t> all() const {
+    std::vector<std::uint64_t> v{short_critical, short_high, long_committed, long_high, ahead, queued};
+    v.insert(v.end(), spins.begin(), spins.end());
+    return v;
+  }
+};
+
+// On a runner of two workers (one place ahead): two short jobs run, and as each ends its worker
+// takes the next job while the claimer claims one more; once both have ended, the runner holds
+// three jobs (the two long ones it runs and one ahead) and one more stays queued. Kinds, classes
+// and budgets are mixed; the claim order (class, then deadline) and the local queue's (the same)
+// decide which job waits.
+// `commit`: the first long job passes a commit point 20 ms into its run.
+Scene hold_one_ahead(ClusterFixture& c, const DaemonProcess& entry, const DaemonProcess& runner,
+                     int long_ms, bool commit) {
+  Scene s;
+  const std::uint16_t p = entry.port();
+  s.short_critical = submit_later(p, R"({"kind":"sleep","args":{"ms":300},"priority":"critical","timeout_ms":20000})");
+  s.short_high = submit_later(p, R"({"kind":"sleep","args":{"ms":400},"priority":"high","timeout_ms":20000})");
+  s.long_committed = submit_later(p, fmt::format(R"({{"kind":"sleep","args":{{"ms":{}{}}},"priority":"high","timeout_ms":60000}})", long_ms,
+                                                   commit ? R"(,"commit_at_ms":20)" : ""));
+  s.long_high = submit_later(p, fmt::format(R"({{"kind":"sleep","args":{{"ms":{}}},"priority":"high","timeout_ms":61000}})", long_ms));
+  s.ahead = submit_later(p, fmt::format(R"({{"kind":"sleep","args":{{"ms":{}}},"priority":"normal","timeout_ms":50000}})", long_ms));
+  s.queued = submit_later(p, fmt::format(R"({{"kind":"sleep","args":{{"ms":{}}},"priority":"sheddable","timeout_ms":40000}})", long_ms));
+  for (int i = 0; i < 4; ++i) {
+    s.spins.push_back(submit_later(p, fmt::format(R"({{"kind":"spin","args":{{"ms":{}}},"priority":"{}","timeout_ms":{}}})",
+                                                  5 + 10 * i, i % 2 == 0 ? "normal" : "critical", 5'000 + 2'000 * i)));
+  }
+  // More claimed jobs than workers: without claiming ahead, never more than two.
+  REQUIRE(eventually([&] {
+    return state_of(p, s.short_critical) == "completed" && state_of(p, s.short_high) == "completed" &&
+           metric(runner.port(), "sandglass_cluster_held_jobs") == 3 && running_on(c, runner) == "3";
+  }));
+  // The one that waits is the last in claim order of the three the runner holds.
+  CHECK(c.pg.scalar("SELECT id FROM sandglass_jobs WHERE state = 'running' ORDER BY priority DESC, "
+                    "deadline DESC LIMIT 1") == std::to_string(s.ahead));
+  CHECK(state_of(p, s.queued) == "queued");
+  return s;
+}
+
+// Each job of `s` has exactly one outcome, written once.
+void one_outcome_each(ClusterFixture& c, const Scene& s) {
+  for (const std::uint64_t id : s.all()) {
+    CHECK(c.pg.scalar("SELECT count(*) FROM outcome_log WHERE id = " + std::to_string(id)) == "1");
+  }
+  CHECK(c.pg.scalar("SELECT count(*) FROM outcome_log") == std::to_string(s.all().size()));
+}
+
+}  // namespace
+
+TEST_SUITE("cluster") {
+
+TEST_CASE("a node with a backlog holds claimed jobs beyond its workers, and a DELETE on another "
+          "node cancels one still in its local queue" * doctest::timeout(180)) {
+  ClusterFixture c;
+  DaemonProcess& entry = c.node({"spin"});
+  DaemonProcess& runner = c.node({"sleep"}, 2);
+  log_outcomes(c);
+  const Scene s = hold_one_ahead(c, entry, runner, 30'000, /*commit=*/false);
+
+  const HttpAnswer del = http(entry.port(), "DELETE", "/v1/jobs/" + std::to_string(s.ahead));
+  CHECK(del.status == 200);
+  REQUIRE(eventually([&] { return state_of(entry.port(), s.ahead) == "cancelled"; }));
+  const auto o = record(entry.port(), s.ahead);
+  CHECK(text(o, "reason") == "cancelled_in_queue");  // it never started
+  CHECK(text(o, "cause") == "caller");
+  CHECK(text(o, "node") == ClusterFixture::name_of(runner));  // it was claimed there
+  CHECK(o.at("attempt").as_int64() == 1);
+  CHECK(state_of(entry.port(), s.long_committed) == "running");
+  CHECK(state_of(entry.port(), s.long_high) == "running");
+
+  // The runner fills its place ahead with the queued job; cancel the rest (that one first: each
+  // cancel of a running job frees a worker), then each job of the scene has exactly one outcome.
+  REQUIRE(eventually([&] { return text(record(entry.port(), s.queued), "state") == "running"; }));
+  CHECK(text(record(entry.port(), s.queued), "node") == ClusterFixture::name_of(runner));
+  for (const std::uint64_t id : {s.queued, s.long_committed, s.long_high}) {
+    CHECK(http(entry.port(), "DELETE", "/v1/jobs/" + std::to_string(id)).status == 200);
+  }
+  for (const std::uint64_t id : s.all()) {
+    REQUIRE(eventually([&] { return terminal(state_of(entry.port(), id)); }));
+  }
+  CHECK(text(record(entry.port(), s.queued), "reason") == "cancelled_in_queue");
+  CHECK(text(record(entry.port(), s.long_high), "reason") == "cancelled_while_running");
+  for (const std::uint64_t id : s.spins) CHECK(state_of(entry.port(), id) == "completed");
+  one_outcome_each(c, s);
+}
+
+TEST_CASE("kill -9 of a node holding a job claimed ahead: that job is claimed again elsewhere "
+          "like its running ones, and one past its commit point ends node_lost" *
+          doctest::timeout(180)) {
+  ClusterFixture c;
+  DaemonProcess& entry = c.node({"spin"});
+  DaemonProcess& runner = c.node({"sleep"}, 2);
+  log_outcomes(c);
+  const Scene s = hold_one_ahead(c, entry, runner, 5'000, /*commit=*/true);
+  REQUIRE(eventually([&] { return record(entry.port(), s.long_committed).at("committed").as_bool(); }));
+  const std::string lost = ClusterFixture::name_of(runner);
+  runner.signal(SIGKILL);
+  REQUIRE(runner.wait_exit(10s).has_value());
+  DaemonProcess& heir = c.node({"sleep"}, 4);
+
+  for (const std::uint64_t id : s.all()) {
+    REQUIRE(eventually([&] { return terminal(state_of(entry.port(), id)); }, 60s));
+  }
+  const auto committed = record(entry.port(), s.long_committed);
+  CHECK(text(committed, "reason") == "node_lost");
+  CHECK(committed.at("attempt").as_int64() == 1);
+  for (const std::uint64_t id : {s.long_high, s.ahead}) {
+    const auto o = record(entry.port(), id);
+    CHECK(text(o, "state") == "completed");
+    CHECK(o.at("attempt").as_int64() == 2);  // its first claim was the lost node's
+    CHECK(text(o, "node") == ClusterFixture::name_of(heir));
+  }
+  const auto queued = record(entry.port(), s.queued);
+  CHECK(text(queued, "state") == "completed");
+  CHECK(queued.at("attempt").as_int64() == 1);  // never claimed by the lost node
+  CHECK(text(queued, "node") == ClusterFixture::name_of(heir));
+  for (const std::uint64_t id : {s.short_critical, s.short_high}) {
+    CHECK(text(record(entry.port(), id), "node") == lost);
+  }
+  for (const std::uint64_t id : s.spins) CHECK(state_of(entry.port(), id) == "completed");
+  one_outcome_each(c, s);
+}
+
+}  // TEST_SUITE
