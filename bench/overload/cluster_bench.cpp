@@ -599,6 +599,24 @@ int overload_sweep(Cluster& c, const Options& o) {
         "             extract(epoch FROM claimed_at - created_at) * 1000 AS wait_ms, run_us, reason, work_us "
         "        FROM sandglass_jobs, t0) j, generate_series(0, 20) s GROUP BY s ORDER BY s",
         o.workers * c.nodes.size()));
+    // The jobs cut at their deadline while running (wasted work): how much time each had left
+    // at its claim, how long it then waited on its node before it started (claimed ahead, or a
+    // worker not yet free), how long it ran until the cut, and the tail the claim checked.
+    const auto cut = c.pg.query(
+        "SELECT count(*), round(min(left_ms)), round(avg(left_ms)), round(max(left_ms)), "
+        "round(avg(start_ms)), round(max(start_ms)), round(avg(run_us) / 1000.0), "
+        "round(avg(work_us) / 1000.0, 1) FROM ("
+        "  SELECT extract(epoch FROM deadline - claimed_at) * 1000 AS left_ms,"
+        "         extract(epoch FROM finished_at - claimed_at) * 1000 - run_us / 1000.0 AS start_ms,"
+        "         run_us, work_us FROM sandglass_jobs"
+        "   WHERE outcome_state = 'cancelled' AND cause = 'deadline') j");
+    if (!cut.empty() && cut[0].size() >= 8) {
+      std::printf("    cut at the deadline while running: %s jobs; left at the claim min %s avg %s max %s ms; "
+                  "claim -> start avg %s max %s ms (upper bounds); ran %s ms on average (mean run "
+                  "estimate at admission %s ms)\n",
+                  cut[0][0].c_str(), cut[0][1].c_str(), cut[0][2].c_str(), cut[0][3].c_str(),
+                  cut[0][4].c_str(), cut[0][5].c_str(), cut[0][6].c_str(), cut[0][7].c_str());
+    }
     std::printf("    per second: s busy claimed wait_ms retired work_ms run_ms\n");
     for (const auto& r : rows) {
       if (r.size() >= 7 && r[2] != "0") {
