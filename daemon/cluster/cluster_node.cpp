@@ -89,6 +89,14 @@ void ClusterNode::Impl::stop(Duration flush_for) {
   claimer_.request_stop();
   claim_cv_.notify_all();
   claimer_ = {};
+  // Claimed jobs the drain deadline removed unstarted go back to the queue, while this node's
+  // owner still holds them.
+  try {
+    ensure(main_db_);
+    give_back(*main_db_);
+  } catch (const PgError& e) {
+    db_failed(e, "giving back unstarted jobs");
+  }
   heartbeat_.request_stop();
   heartbeat_cv_.notify_all();
   heartbeat_ = {};

@@ -83,7 +83,9 @@ class ClusterNode {
   // No claim starts after this returns. Blocks for at most one claim statement.
   void stop_claiming();
   // After the runtime has drained: writes the outcomes still pending (for up to `flush_for`),
-  // answers waiters of jobs that run elsewhere with 503, leaves the cluster, stops the threads.
+  // queues again the claimed jobs the drain deadline removed before they started (another
+  // node runs them), answers waiters of jobs that run elsewhere with 503, leaves the cluster,
+  // stops the threads.
   void stop(Duration flush_for = std::chrono::seconds{5});
 
   // POST /v1/jobs with a validated request whose kind this daemon knows. Answers through

@@ -221,8 +221,14 @@ class ClusterNode::Impl {
   static void end_orphans(PgSession& db, const std::vector<PgSession::Backend>& orphans);
 
   // ---- outcomes (outcome_writer.cpp)
-  // A local job is over: its worker is free, its outcome goes to the claimer.
+  // A local job is over: its worker is free, its outcome goes to the claimer; or, removed
+  // unstarted by the local Runtime's drain deadline, it goes to given_back_.
   void finished(JobId id, int attempt, const Outcome& o);
+  // In stop(), once the claimer has stopped: each job of given_back_ that is still this owner's
+  // and attempt's running row is queued again by the sweep's rule (sandglass_take_back), or
+  // ends node_lost when too little of its budget is left. Blocks. After a database error the
+  // rest are the other nodes' sweep's, once this node has left.
+  void give_back(PgSession& db);
   static OutcomeArrays outcome_arrays(const std::vector<Finish>& batch);
   // The ids a statement wrote, of `batch`: counts the stale rest, remembers when each was
   // sent (for the notify lag).
@@ -283,6 +289,10 @@ class ClusterNode::Impl {
   bool claim_wanted_ = true;       // guarded by claim_mu_
   std::deque<Finish> outcomes_;    // guarded by claim_mu_: local outcomes not yet sent
   bool outcomes_in_flight_ = false;  // guarded by claim_mu_: a statement carries some
+  // Claimed jobs the local Runtime removed unstarted at its drain deadline (cancelled_in_queue,
+  // cause shutdown): such a job has not started, so it goes back to the cluster's queue for
+  // another node (give_back) instead of ending here. Guarded by claim_mu_.
+  std::vector<Finish> given_back_;
   // Claimed jobs without a local outcome yet, and places reserved for claims in flight. Only
   // reserve_workers raises it (a CAS up to claim_room), so claims never exceed the free workers
   // plus, while the queue has a backlog, claim_ahead_ jobs waiting in the local Runtime's queue.

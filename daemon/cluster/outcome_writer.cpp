@@ -1,7 +1,8 @@
 // A cluster node's outcomes (node_impl.hpp): a local job's end frees its worker and queues its
 // outcome for the claimer, whose next statement writes it with the fencing of
 // sandglass_finish (only the current owner and attempt of a running job); an outcome that is
-// not written is stale: discarded and counted.
+// not written is stale: discarded and counted. A claimed job the node's drain deadline removed
+// unstarted has no outcome here: it is given back to the queue (give_back).
 #include "daemon/cluster/job_rows.hpp"
 #include "daemon/cluster/node_impl.hpp"
 
@@ -14,9 +15,16 @@ void ClusterNode::Impl::finished(JobId id, int attempt, const Outcome& o) {
     std::lock_guard lock{held_mu_};
     held_jobs_.erase(id);
   }
+  // Only a shutdown's drain deadline removes a queued job with cause shutdown: a job claimed
+  // (ahead, or just before stop_claiming) that this node never started.
+  const bool give_back = o.reason == Reason::cancelled_in_queue && o.cause == CancelCause::shutdown;
   {
     std::lock_guard lock{claim_mu_};  // the claimer's wait reads held_ under it: no lost wake-up
-    outcomes_.push_back({id, attempt, o});
+    if (give_back) {
+      given_back_.push_back({id, attempt, o});
+    } else {
+      outcomes_.push_back({id, attempt, o});
+    }
     claim_wanted_ = true;
     held_.fetch_sub(1, std::memory_order_relaxed);
   }
@@ -56,6 +64,46 @@ void ClusterNode::Impl::outcomes_written(const std::vector<Finish>& batch,
   std::lock_guard lock{lag_mu_};
   if (finish_sent_.size() > 4 * kFinishBatch) finish_sent_.clear();  // NOTIFYs lost: forget
   for (const JobId id : written) finish_sent_[id] = sent;
+}
+
+void ClusterNode::Impl::give_back(PgSession& db) {
+  std::vector<Finish> jobs;
+  {
+    std::lock_guard lock{claim_mu_};
+    jobs.swap(given_back_);
+  }
+  if (jobs.empty()) return;
+  const std::string tails = int_array(served_tails());
+  const std::string why = "node " + node_ + " shut down before it started the job";
+  int requeued = 0;
+  int lost = 0;
+  try {
+    for (const Finish& f : jobs) {
+      // One transaction per job: sandglass_take_back wants its row locked by the caller, and
+      // a single row needs no order among the counter rows it updates.
+      db.exec("BEGIN");
+      const PgRows mine = db.exec(
+          "SELECT 1 FROM sandglass_jobs WHERE id = $1 AND attempt = $2 AND owner = $3 AND "
+          "state = 'running' FOR UPDATE",
+          {std::to_string(f.id), std::to_string(f.attempt), owner_});
+      if (mine.rows() > 0) {
+        const PgRows taken = db.exec("SELECT sandglass_take_back($1, $2, $3::text[], $4::bigint[], $5)",
+                                     {node_, std::to_string(f.id), served_array_, tails, why});
+        ++(taken.boolean(0, 0) ? requeued : lost);
+      }
+      db.exec("COMMIT");
+    }
+  } catch (const PgError& e) {
+    db_failed(e, "giving back unstarted jobs");
+    if (!db.broken()) {
+      try {
+        db.exec("ROLLBACK");
+      } catch (const PgError&) {
+      }
+    }
+  }
+  spdlog::info("cluster: {} claimed job(s) not started before the drain deadline given back: {} "
+               "queued again, {} ended node_lost", jobs.size(), requeued, lost);
 }
 
 }  // namespace sandglass::daemon::cluster

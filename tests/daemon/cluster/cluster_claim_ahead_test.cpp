@@ -167,4 +167,55 @@ TEST_CASE("kill -9 of a node holding a job claimed ahead: that job is claimed ag
   one_outcome_each(c, s);
 }
 
+TEST_CASE("SIGTERM of a node holding a job claimed ahead: the drain runs it when a worker frees "
+          "up in time, else the drain deadline gives it back to the queue for another node" *
+          doctest::timeout(180)) {
+  bool in_time = true;
+  SUBCASE("a worker frees up before the drain deadline") {}
+  SUBCASE("the drain deadline comes first") { in_time = false; }
+  ClusterFixture c;
+  DaemonProcess& entry = c.node({"spin"});
+  DaemonProcess& runner = c.node({"sleep"}, 2, in_time ? "" : "drain_timeout_ms = 200");
+  log_outcomes(c);
+  const Scene s = hold_one_ahead(c, entry, runner, in_time ? 1'500 : 3'000, /*commit=*/false);
+  const std::string first = ClusterFixture::name_of(runner);
+  runner.signal(SIGTERM);
+  const std::optional<int> code = runner.wait_exit(30s);
+  REQUIRE(code.has_value());
+  CHECK(*code == 0);
+  // The runner claimed nothing after the SIGTERM: the queued job is still queued.
+  CHECK(state_of(entry.port(), s.queued) == "queued");
+  const auto held = record(entry.port(), s.ahead);
+  if (in_time) {
+    CHECK(text(held, "state") == "completed");
+    CHECK(text(held, "node") == first);
+    CHECK(held.at("attempt").as_int64() == 1);
+    for (const std::uint64_t id : {s.long_committed, s.long_high}) {
+      CHECK(state_of(entry.port(), id) == "completed");
+    }
+  } else {
+    CHECK(text(held, "state") == "queued");  // not started, so not ended: given back
+    for (const std::uint64_t id : {s.long_committed, s.long_high}) {
+      const auto o = record(entry.port(), id);
+      CHECK(text(o, "state") == "cancelled");
+      CHECK(text(o, "cause") == "shutdown");
+    }
+  }
+  DaemonProcess& heir = c.node({"sleep"}, 4);
+  for (const std::uint64_t id : s.all()) {
+    REQUIRE(eventually([&] { return terminal(state_of(entry.port(), id)); }, 60s));
+  }
+  const auto queued = record(entry.port(), s.queued);
+  CHECK(text(queued, "state") == "completed");
+  CHECK(text(queued, "node") == ClusterFixture::name_of(heir));
+  if (!in_time) {
+    const auto o = record(entry.port(), s.ahead);
+    CHECK(text(o, "state") == "completed");
+    CHECK(text(o, "node") == ClusterFixture::name_of(heir));
+    CHECK(o.at("attempt").as_int64() == 2);  // the first was the runner's claim
+  }
+  for (const std::uint64_t id : s.spins) CHECK(state_of(entry.port(), id) == "completed");
+  one_outcome_each(c, s);
+}
+
 }  // TEST_SUITE
