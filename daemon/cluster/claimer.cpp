@@ -7,13 +7,14 @@
 // (plus the gather's wait) before it has work again: under overload, with 100 ms jobs, 10-20 %
 // of the workers' time on this 2-core machine, while admission counts every worker as draining
 // the queue. So while the queue has a backlog (the last claim got all it asked for), the
-// claimer also claims up to claim_ahead_for(workers) jobs beyond the free workers; they wait
-// in the local Runtime's EDF queue, and a worker that frees up takes one at once. Such a job is
-// claimed like any other (a running row of this owner and attempt): a cancel reaches it through
-// held_jobs_, a lost node's sweep queues it again (it has not passed its commit point, it has
-// not even started), the local Runtime drops it unstarted at its deadline with an outcome
-// (written like any), and shutdown drains it like a running job. Claims at insert never claim
-// ahead: with no backlog, another node's free worker may be about to take the job.
+// claimer also claims up to claim_ahead_for(workers, capacity) jobs beyond the free workers;
+// they wait in the local Runtime's EDF queue, and a worker that frees up takes one at once.
+// Such a job is claimed like any other (a running row of this owner and attempt): a cancel
+// reaches it through held_jobs_, a lost node's sweep queues it again (it has not passed its
+// commit point, it has not even started), the local Runtime drops it unstarted at its deadline
+// with an outcome (written like any), and shutdown drains it like a running job, or gives it
+// back to the queue at the drain deadline (give_back). Claims at insert never claim ahead: with
+// no backlog, another node's free worker may be about to take the job.
 #include "daemon/cluster/job_rows.hpp"
 #include "daemon/cluster/node_impl.hpp"
 
@@ -82,7 +83,8 @@ void ClusterNode::Impl::claimer_loop(std::stop_token st) {
       // A poll every poll_ms claims even when no NOTIFY came.
       claim_cv_.wait_for(lock, st, config_.poll, [this, &outcomes] {
         return !outcomes.empty() || !outcomes_.empty() ||
-               (claim_wanted_ && held_.load(std::memory_order_relaxed) < claim_room(/*ahead=*/true));
+               (claim_wanted_ &&
+                held_.load(std::memory_order_relaxed) < claim_room(/*ahead=*/true));
       });
       if (st.stop_requested()) return;
       gather(lock, st);
