@@ -55,9 +55,10 @@ struct Scene {
 // three jobs (the two long ones it runs and one ahead) and one more stays queued. Kinds, classes
 // and budgets are mixed; the claim order (class, then deadline) and the local queue's (the same)
 // decide which job waits.
-// `commit`: the first long job passes a commit point 20 ms into its run.
+// `commit`: the first long job passes a commit point 20 ms into its run; `ahead_budget_ms`: the
+// budget of the job that waits.
 Scene hold_one_ahead(ClusterFixture& c, const DaemonProcess& entry, const DaemonProcess& runner,
-                     int long_ms, bool commit) {
+                     int long_ms, bool commit, int ahead_budget_ms = 50'000) {
   Scene s;
   const std::uint16_t p = entry.port();
   s.short_critical = submit_later(p, R"({"kind":"sleep","args":{"ms":300},"priority":"critical","timeout_ms":20000})");
@@ -65,7 +66,8 @@ Scene hold_one_ahead(ClusterFixture& c, const DaemonProcess& entry, const Daemon
   s.long_committed = submit_later(p, fmt::format(R"({{"kind":"sleep","args":{{"ms":{}{}}},"priority":"high","timeout_ms":60000}})", long_ms,
                                                    commit ? R"(,"commit_at_ms":20)" : ""));
   s.long_high = submit_later(p, fmt::format(R"({{"kind":"sleep","args":{{"ms":{}}},"priority":"high","timeout_ms":61000}})", long_ms));
-  s.ahead = submit_later(p, fmt::format(R"({{"kind":"sleep","args":{{"ms":{}}},"priority":"normal","timeout_ms":50000}})", long_ms));
+  s.ahead = submit_later(p, fmt::format(R"({{"kind":"sleep","args":{{"ms":{}}},"priority":"normal","timeout_ms":{}}})",
+                                         long_ms, ahead_budget_ms));
   s.queued = submit_later(p, fmt::format(R"({{"kind":"sleep","args":{{"ms":{}}},"priority":"sheddable","timeout_ms":40000}})", long_ms));
   for (int i = 0; i < 4; ++i) {
     s.spins.push_back(submit_later(p, fmt::format(R"({{"kind":"spin","args":{{"ms":{}}},"priority":"{}","timeout_ms":{}}})",
@@ -127,6 +129,34 @@ TEST_CASE("a node with a backlog holds claimed jobs beyond its workers, and a DE
   CHECK(text(record(entry.port(), s.queued), "reason") == "cancelled_in_queue");
   CHECK(text(record(entry.port(), s.long_high), "reason") == "cancelled_while_running");
   for (const std::uint64_t id : s.spins) CHECK(state_of(entry.port(), id) == "completed");
+  one_outcome_each(c, s);
+}
+
+TEST_CASE("a job claimed ahead whose deadline passes in the local queue ends expired_in_queue "
+          "there, never started, and the node claims the next one" * doctest::timeout(180)) {
+  ClusterFixture c;
+  DaemonProcess& entry = c.node({"spin"});
+  DaemonProcess& runner = c.node({"sleep"}, 2);
+  log_outcomes(c);
+  const Scene s = hold_one_ahead(c, entry, runner, 30'000, /*commit=*/false, /*ahead_budget_ms=*/4'000);
+  REQUIRE(eventually([&] { return terminal(state_of(entry.port(), s.ahead)); }, 30s));
+  const auto o = record(entry.port(), s.ahead);
+  CHECK(text(o, "state") == "expired");
+  CHECK(text(o, "reason") == "expired_in_queue");
+  CHECK(text(o, "node") == ClusterFixture::name_of(runner));
+  CHECK(o.at("attempt").as_int64() == 1);
+  // Never started: no run time, and by the database's clock it was claimed before its deadline.
+  CHECK(c.pg.scalar("SELECT run_us < 0 AND claimed_at < deadline FROM sandglass_jobs WHERE id = " +
+                    std::to_string(s.ahead)) == "t");
+  // Its place ahead goes to the queued job.
+  REQUIRE(eventually([&] { return text(record(entry.port(), s.queued), "state") == "running"; }));
+  CHECK(text(record(entry.port(), s.queued), "node") == ClusterFixture::name_of(runner));
+  for (const std::uint64_t id : {s.queued, s.long_committed, s.long_high}) {
+    CHECK(http(entry.port(), "DELETE", "/v1/jobs/" + std::to_string(id)).status == 200);
+  }
+  for (const std::uint64_t id : s.all()) {
+    REQUIRE(eventually([&] { return terminal(state_of(entry.port(), id)); }));
+  }
   one_outcome_each(c, s);
 }
 
