@@ -193,7 +193,14 @@ struct Cluster {
   std::string config_path() const {
     const std::string path = (fs::temp_directory_path() / fmt::format("sandglass-bench-cluster-{}.toml", ::getpid())).string();
     std::ofstream{path} << fmt::format(
-        "[runtime]\nworkers = {}\ncapacity = 100000\n[log]\nlevel = \"warn\"\n"
+        "[runtime]\nworkers = {}\ncapacity = 100000\n"
+        // A steadier run-time estimate than the defaults (128 samples, kept ~10 typical runs):
+        // a cluster node learns from every node's outcomes, ~240/s here, so 128 samples are
+        // half a second of them and their 0.99 quantile is about the second largest; cut jobs
+        // (wasted work) follow its dips. 1024 samples kept up to 3 s: about 700 (measured in
+        // bench/results/cluster-claim-ahead.txt).
+        "estimate_window = 1024\nestimate_max_age_ms = 3000\n"
+        "[log]\nlevel = \"warn\"\n"
         // The answer's way home crosses the database (a batch write, a NOTIFY, a read of the
         // record): more than a lone daemon's 5 ms reserve.
         "[budget]\nreserve_ms = 50\n"
@@ -568,7 +575,8 @@ int overload_sweep(Cluster& c, const Options& o) {
   h.target.clear();
   for (const auto& n : c.nodes) h.target += (h.target.empty() ? "" : ",") + fmt::format("http://127.0.0.1:{}", n->port());
   h.workers = o.workers * c.nodes.size();
-  std::printf("\n# overload of the %zu-node cluster (%zu workers each): --target %s\n", c.nodes.size(),
+  std::printf("\n# overload of the %zu-node cluster (%zu workers each; nodes' [runtime] estimate_window "
+              "1024, estimate_max_age_ms 3000): --target %s\n", c.nodes.size(),
               o.workers, h.target.c_str());
   std::fflush(stdout);
   statement_times(c.pg, 0);
