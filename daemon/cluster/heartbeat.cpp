@@ -32,7 +32,8 @@ void ClusterNode::Impl::heartbeat_loop(std::stop_token st) {
         }
         ++busy;
         // A job claimed ahead, still in the local queue, has all its work ahead.
-        running_rest += h.started_at ? std::max(*h.started_at + h.tail - now, Duration::zero()) : h.work;
+        running_rest +=
+            h.started_at ? std::max(*h.started_at + h.tail - now, Duration::zero()) : h.work;
       }
     }
     if (ids.empty() && now < next_beat) continue;
