@@ -7,7 +7,8 @@
 // (plus the gather's wait) before it has work again: under overload, with 100 ms jobs, 10-20 %
 // of the workers' time on this 2-core machine, while admission counts every worker as draining
 // the queue. So while the queue has a backlog (the last claim got all it asked for), the
-// claimer also claims up to claim_ahead_for(workers, capacity) jobs beyond the free workers;
+// claimer also claims up to claim_ahead_ jobs beyond the free workers ([cluster] claim_ahead,
+// by default a quarter of the workers: claim_ahead_for in node_impl.hpp);
 // they wait in the local Runtime's EDF queue, and a worker that frees up takes one at once.
 // Such a job is claimed like any other (a running row of this owner and attempt): a cancel
 // reaches it through held_jobs_, a lost node's sweep queues it again (it has not passed its

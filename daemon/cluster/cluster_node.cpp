@@ -23,7 +23,8 @@ std::string random_suffix() {
 ClusterNode::Impl::Impl(const DaemonConfig& config, const KindRegistry& kinds, Runtime& runtime)
     : config_{*config.cluster}, budget_{config.runtime.budget}, kinds_{kinds},
       runtime_{runtime}, workers_{config.runtime.workers},
-      claim_ahead_{claim_ahead_for(config.runtime.workers, config.runtime.capacity)},
+      claim_ahead_{claim_ahead_for(config.runtime.workers, config.runtime.capacity,
+                                   config.cluster->claim_ahead)},
       capacity_{config.runtime.capacity},
       estimator_options_{.quantile = config.runtime.estimate_quantile,
                          .window = config.runtime.estimate_window,

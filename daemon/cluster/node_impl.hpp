@@ -52,12 +52,15 @@ inline constexpr std::size_t kEarlyCancels = 1024;    // cancels remembered for 
 inline constexpr std::size_t kMostAhead = 16;         // most jobs a node claims beyond its workers
 
 // How many claimed jobs a node of `workers` holds beyond them while the cluster's queue has a
-// backlog (claiming ahead, claimer.cpp): a quarter of its workers, at least 1, at most
-// kMostAhead; and never so many that the local Runtime's queue of `capacity` could refuse or
-// shed one (queue_full, shed): all the node holds fit in it even while no worker has taken one.
-constexpr std::size_t claim_ahead_for(std::size_t workers, std::size_t capacity) noexcept {
+// backlog (claiming ahead, claimer.cpp): `configured` ([cluster] claim_ahead) if set, else a
+// quarter of its workers, at least 1, at most kMostAhead; and never so many that the local
+// Runtime's queue of `capacity` could refuse or shed one (queue_full, shed): all the node holds
+// fit in it even while no worker has taken one (the config's validation refuses a larger
+// claim_ahead).
+constexpr std::size_t claim_ahead_for(std::size_t workers, std::size_t capacity,
+                                      std::optional<std::size_t> configured = {}) noexcept {
   const std::size_t room = capacity > workers ? capacity - workers : 0;
-  return std::min(std::clamp<std::size_t>(workers / 4, 1, kMostAhead), room);
+  return std::min(configured.value_or(std::clamp<std::size_t>(workers / 4, 1, kMostAhead)), room);
 }
 
 class ClusterNode::Impl {
@@ -248,7 +251,7 @@ class ClusterNode::Impl {
   const KindRegistry& kinds_;
   Runtime& runtime_;
   const std::size_t workers_;
-  const std::size_t claim_ahead_;  // claim_ahead_for(workers_, capacity_)
+  const std::size_t claim_ahead_;  // claim_ahead_for(workers_, capacity_, [cluster] claim_ahead)
   const std::size_t capacity_;
   const ServiceTimeEstimatorOptions estimator_options_;
   std::vector<std::string> served_;

@@ -28,6 +28,7 @@ constexpr Field<DaemonConfig> kClusterFields[] = {
        cluster(c).node = std::move(node);
      }},
     {"claim_batch", [](DaemonConfig& c, const Entry& e) { cluster(c).claim_batch = e.count(1, 10'000); }},
+    {"claim_ahead", [](DaemonConfig& c, const Entry& e) { cluster(c).claim_ahead = e.count(0, 10'000); }},
     {"heartbeat_ms", [](DaemonConfig& c, const Entry& e) { cluster(c).heartbeat = e.ms(10); }},
     {"lease_ms", [](DaemonConfig& c, const Entry& e) { cluster(c).lease = e.ms(50); }},
     {"poll_ms", [](DaemonConfig& c, const Entry& e) { cluster(c).poll = e.ms(1); }},
@@ -51,6 +52,16 @@ void validate_cluster(const DaemonConfig& config) {
                                   c.heartbeat.count(), c.lease.count())};
   }
   check_at_least("cluster.claim_batch", c.claim_batch, 1);
+  // Every job a node holds must fit its local queue, or the queue would refuse a claimed job.
+  const std::size_t room = config.runtime.capacity > config.runtime.workers
+                               ? config.runtime.capacity - config.runtime.workers
+                               : 0;
+  if (c.claim_ahead && *c.claim_ahead > room) {
+    throw ConfigError{"cluster.claim_ahead",
+                      fmt::format("must leave every held job room in the local queue: at most "
+                                  "runtime.capacity − runtime.workers ({}), got {}",
+                                  room, *c.claim_ahead)};
+  }
   for (const std::string& kind : c.kinds) {
     if (kind.empty()) throw ConfigError{"cluster.kinds", "a kind name must not be empty"};
   }

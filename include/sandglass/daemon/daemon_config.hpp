@@ -92,6 +92,10 @@ struct ClusterConfig {
   std::string conninfo;             // libpq connection string or URI of the shared database
   std::string node;                 // this node's name; empty: the listen address, HOST:PORT
   std::size_t claim_batch = 16;     // most jobs one claim takes (never more than free workers)
+  // Claimed jobs a node may hold beyond its workers, waiting in its local queue, while the
+  // cluster's queue has a backlog (README, "Cluster"); 0: none; unset: a quarter of the workers
+  // (1 to 16), never more than runtime.capacity − runtime.workers.
+  std::optional<std::size_t> claim_ahead;
   std::chrono::milliseconds heartbeat{200};  // how often the node says it is alive
   std::chrono::milliseconds lease{2'000};    // silent this long: its running jobs are taken back
   std::chrono::milliseconds poll{250};       // claim this often even when no NOTIFY arrived

@@ -9,6 +9,8 @@
 
 #include <signal.h>
 
+#include <thread>
+
 using namespace sandglass::testing;
 using namespace std::chrono_literals;
 
@@ -246,6 +248,51 @@ TEST_CASE("SIGTERM of a node holding a job claimed ahead: the drain runs it when
   }
   for (const std::uint64_t id : s.spins) CHECK(state_of(entry.port(), id) == "completed");
   one_outcome_each(c, s);
+}
+
+TEST_CASE("[cluster] claim_ahead sets how many claimed jobs a node holds beyond its workers, "
+          "the first ones in claim order" * doctest::timeout(180)) {
+  std::string key;
+  std::size_t held = 0;
+  SUBCASE("by default a quarter of the workers, at least one") { held = 3; }
+  SUBCASE("claim_ahead = 0: none") { key = "claim_ahead = 0"; held = 2; }
+  SUBCASE("claim_ahead = 3") { key = "claim_ahead = 3"; held = 5; }
+  ClusterFixture c;
+  DaemonProcess& entry = c.node({"spin"});
+  log_outcomes(c);
+  // Queued before the runner starts, so its first claim already finds a backlog: classes and
+  // budgets mixed, and a spin job for the entry node meanwhile.
+  const std::uint16_t p = entry.port();
+  std::vector<std::uint64_t> jobs;
+  const char* classes[] = {"critical", "high", "normal", "sheddable"};
+  for (int i = 0; i < 7; ++i) {
+    jobs.push_back(submit_later(p, fmt::format(R"({{"kind":"sleep","args":{{"ms":30000}},"priority":"{}","timeout_ms":{}}})",
+                                               classes[i % 4], 40'000 + 3'000 * (7 - i))));
+  }
+  const std::uint64_t spin = submit_later(p, R"({"kind":"spin","args":{"ms":5},"timeout_ms":5000})");
+  DaemonProcess& runner = c.node({"sleep"}, 2, "", key);
+  const std::string held_text = std::to_string(held);
+  REQUIRE(eventually([&] {
+    return metric(runner.port(), "sandglass_cluster_held_jobs") == static_cast<double>(held) &&
+           running_on(c, runner) == held_text;
+  }));
+  // No more than that, however often the claimer looks (every 100 ms at the least).
+  std::this_thread::sleep_for(1s);
+  CHECK(running_on(c, runner) == held_text);
+  CHECK(c.pg.scalar("SELECT count(*) FROM sandglass_jobs WHERE state = 'queued'") ==
+        std::to_string(jobs.size() - held));
+  // The jobs it holds come first in claim order: no queued job is ahead of a held one.
+  CHECK(c.pg.scalar("SELECT count(*) FROM sandglass_jobs q JOIN sandglass_jobs r ON r.state = 'running' "
+                    "WHERE q.state = 'queued' AND (q.priority, q.deadline) < (r.priority, r.deadline)") == "0");
+  for (const std::uint64_t id : jobs) {
+    CHECK(http(entry.port(), "DELETE", "/v1/jobs/" + std::to_string(id)).status == 200);
+  }
+  for (const std::uint64_t id : jobs) {
+    REQUIRE(eventually([&] { return terminal(state_of(p, id)); }));
+  }
+  REQUIRE(eventually([&] { return state_of(p, spin) == "completed"; }));
+  CHECK(c.pg.scalar("SELECT count(*) FROM outcome_log") == std::to_string(jobs.size() + 1));
+  CHECK(c.pg.scalar("SELECT count(DISTINCT id) FROM outcome_log") == std::to_string(jobs.size() + 1));
 }
 
 }  // TEST_SUITE

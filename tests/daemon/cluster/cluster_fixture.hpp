@@ -24,9 +24,9 @@ inline constexpr int kHeartbeatMs = 50;
 class ClusterFixture {
  public:
   // The [cluster] table of a node serving `kinds` (all when empty); `runtime` adds lines to its
-  // [runtime] table.
+  // [runtime] table, `cluster` to its [cluster] table.
   std::string config(const std::vector<std::string>& kinds, int workers = 2,
-                     const std::string& runtime = {}) const {
+                     const std::string& runtime = {}, const std::string& cluster = {}) const {
     std::string list;
     for (const std::string& k : kinds) list += (list.empty() ? "\"" : ", \"") + k + "\"";
     return fmt::format(R"([runtime]
@@ -38,14 +38,15 @@ heartbeat_ms = {}
 lease_ms = {}
 poll_ms = 100
 kinds = [{}]
+{}
 )",
-                       workers, runtime, pg.conninfo(), kHeartbeatMs, kLeaseMs, list);
+                       workers, runtime, pg.conninfo(), kHeartbeatMs, kLeaseMs, list, cluster);
   }
 
   // Starts a node; its name is "127.0.0.1:PORT".
   DaemonProcess& node(const std::vector<std::string>& kinds, int workers = 2,
-                      const std::string& runtime = {}) {
-    const std::string path = write_temp_file("cluster.toml", config(kinds, workers, runtime));
+                      const std::string& runtime = {}, const std::string& cluster = {}) {
+    const std::string path = write_temp_file("cluster.toml", config(kinds, workers, runtime, cluster));
     nodes.push_back(std::make_unique<DaemonProcess>(std::vector<std::string>{"--config", path}));
     return *nodes.back();
   }
