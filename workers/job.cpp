@@ -2,10 +2,21 @@
 
 #include "workers/awaitable_runner.hpp"
 #include "workers/callback_scope.hpp"
+#include "workers/job_pool.hpp"
 
 #include <thread>
 
 namespace sandglass::detail {
+
+static_assert(alignof(Job) <= alignof(std::max_align_t), "pool blocks are aligned for max_align_t");
+
+JobRef Job::make() { return JobRef::adopt(::new (JobPool::allocate()) Job); }
+
+void Job::destroy(CancelState& state) noexcept {
+  Job* const job = static_cast<Job*>(&state);
+  job->~Job();
+  JobPool::deallocate(job);
+}
 
 Job::~Job() { delete waiters_.load(std::memory_order_acquire); }
 

@@ -7,6 +7,12 @@
 // outcome and the waiters' mutex are made only when the job ends or is waited for; the
 // cancellation state is two words until someone registers a callback.
 //
+// Lifetime: an intrusive reference count, the one inside the job's cancellation state (the
+// record derives from it), held by `JobRef`s (the runtime's while the job is queued or
+// running, a worker's, the timer's for a moment), `JobHandle`s and the job's cancel tokens
+// (`token()`: a token may outlive the job's outcome, and keeps the record until it goes). The
+// last reference returns the record to the pool (job_pool.hpp).
+//
 // Thread safety: fields marked "guarded by the runtime" are read and written only under the
 // runtime's mutex. The outcome is published once (`publish`) and then read by any thread.
 #pragma once
@@ -27,6 +33,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace sandglass::detail {
 
@@ -41,14 +48,16 @@ struct alignas(64) JobOrigin {
   RuntimeCore* const core;
 };
 
-struct Job : QueueItem {
+class JobRef;
+
+struct Job : QueueItem, CancelState {
   enum class Phase : std::uint8_t { pending, queued, running, finished };
 
-  // User-provided, so that making a job does not zero-fill all of it first.
-  Job() noexcept {}
+  // A fresh record from the pool, holding one reference (the returned one).
+  static JobRef make();
+
   Job(const Job&) = delete;
   Job& operator=(const Job&) = delete;
-  ~Job();
 
   // What only some jobs have, made for the first of them (cold()): a queued job without them
   // carries one pointer instead.
@@ -87,9 +96,6 @@ struct Job : QueueItem {
   std::atomic<std::uint32_t> pins_{0};
 
  public:
-  // The runtime's own reference while the job is queued or running: lets the queue and the
-  // running set link it by address, and the timer take a reference to what it cancels.
-  std::shared_ptr<Job> self;
   // The kind, held by the runtime (its table of kinds), which outlives the job's every read of
   // it: each happens before its outcome is out.
   const std::string* kind_name = nullptr;
@@ -109,8 +115,9 @@ struct Job : QueueItem {
     return cold_parts ? std::string_view{cold_parts->idempotency_key} : std::string_view{};
   }
 
-  // Trivially set up (two words); only a registration allocates (see cancel.hpp).
-  CancelState& cancel_state() noexcept { return cancel_state_; }
+  // Trivially set up (two words, with the record's reference count); only a registration
+  // allocates (see cancel.hpp).
+  CancelState& cancel_state() noexcept { return *this; }
   // Cancels a started job. True for the first cancellation before the handler returned.
   bool cancel(CancelCause cause) noexcept { return cancel_state().cancel(cause); }
   // Records the cause only (see CancelState::signal); the caller runs the callbacks later.
@@ -118,7 +125,13 @@ struct Job : QueueItem {
   // Called when the handler has returned: no cancellation is accepted from here on. Returns
   // the cause of one accepted before.
   CancelCause close_cancel() noexcept { return cancel_state().close(); }
-  CancelToken token() { return CancelAccess::token({self, &cancel_state()}); }  // while running
+  // A token that holds a reference to the record. Call it while a reference is held.
+  CancelToken token() noexcept {
+    add_ref();
+    return CancelAccess::token(CancelStateRef::adopt(this, &destroy));
+  }
+  // The last reference went: ends the record and returns it to the pool.
+  static void destroy(CancelState& state) noexcept;
 
   // Stores the outcome (unless `kept` is false: nobody can read it any more, as no handle
   // refers to the job), wakes waiters, then runs `on_outcome`. Call exactly once, holding no
@@ -140,6 +153,10 @@ struct Job : QueueItem {
   std::optional<Outcome> outcome() const;
 
  private:
+  // User-provided, so that making a job does not zero-fill all of it first (make()).
+  Job() noexcept {}
+  ~Job();
+
   // For threads that block on the outcome; made by the first of them.
   struct Waiters {
     std::mutex mu;
@@ -152,10 +169,48 @@ struct Job : QueueItem {
   // A waiter installs waiters_ and then reads done_; publish sets done_ and then reads
   // waiters_ (all seq_cst), so at least one of them sees the other.
   std::atomic<Waiters*> waiters_{nullptr};
-  CancelState cancel_state_;
   // Made when the outcome is published, and only if a handle may read it: a queued job does
   // not carry room for its outcome. Written before done_ is set, never after.
   std::unique_ptr<Outcome> outcome_;
+};
+
+// A counted reference to a job (see Job's lifetime above). Copying takes a reference, moving
+// passes one on.
+class JobRef {
+ public:
+  JobRef() noexcept = default;
+  // Takes a new reference to `job` (which someone holds one to already).
+  explicit JobRef(Job* job) noexcept : job_{job} {
+    if (job_ != nullptr) job_->add_ref();
+  }
+  // Takes over a reference the caller holds.
+  static JobRef adopt(Job* job) noexcept {
+    JobRef r;
+    r.job_ = job;
+    return r;
+  }
+  JobRef(const JobRef& other) noexcept : JobRef{other.job_} {}
+  JobRef(JobRef&& other) noexcept : job_{std::exchange(other.job_, nullptr)} {}
+  JobRef& operator=(JobRef other) noexcept {
+    std::swap(job_, other.job_);
+    return *this;
+  }
+  ~JobRef() { reset(); }
+
+  void reset() noexcept {
+    if (Job* j = std::exchange(job_, nullptr); j != nullptr && j->drop_ref()) Job::destroy(*j);
+  }
+  // Gives the reference up without dropping it (the caller now holds it: see adopt()).
+  Job* release() noexcept { return std::exchange(job_, nullptr); }
+  Job* get() const noexcept { return job_; }
+  Job* operator->() const noexcept { return job_; }
+  Job& operator*() const noexcept { return *job_; }
+  explicit operator bool() const noexcept { return job_ != nullptr; }
+  // References to the job: this one, the runtime's, handles', tokens'.
+  std::uint32_t use_count() const noexcept { return job_ != nullptr ? job_->use_count() : 0; }
+
+ private:
+  Job* job_ = nullptr;
 };
 
 }  // namespace sandglass::detail

@@ -13,12 +13,9 @@ struct FreeBlock {
   FreeBlock* next_batch;  // the first block of a batch: the batch below it in the shared stack
 };
 
-// The control block of allocate_shared<Job> and the record: libstdc++ puts a vtable pointer
-// and two 32-bit counts before the record, and every byte more is a byte per queued job
-// (malloc rounds a block up to 16k + 8 usable bytes). A standard library that needs more gets
-// operator new instead (JobAllocator checks); tests/workers/job_pool_test.cpp says whether
-// this one does.
-constexpr std::size_t kBlockBytes = sizeof(Job) + 2 * sizeof(void*);
+// The record, and not a byte more: every byte is a byte per queued job (malloc rounds a block up
+// to 16k + 8 usable bytes).
+constexpr std::size_t kBlockBytes = sizeof(Job);
 // Blocks per batch: a thread that frees this many more than it makes hands them over.
 constexpr std::size_t kBatch = 256;
 

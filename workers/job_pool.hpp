@@ -1,7 +1,7 @@
 // job_pool.hpp (private) — `JobPool`, where job records come from: freed records are kept and
 // handed out again instead of going back to malloc.
 //
-//   auto job = std::allocate_shared<Job>(JobAllocator<Job>{});
+//   void* block = JobPool::allocate();   // then: ::new (block) Job (see Job::make)
 //
 // A record is made on a submitting thread and usually freed on a worker. Through malloc that
 // is a cross-thread free into the submitter's arena, and a fresh submitter thread's arena
@@ -25,7 +25,7 @@ namespace sandglass::detail {
 
 class JobPool {
  public:
-  // The size of a block: a job record and its shared_ptr control block.
+  // The size of a block: a job record (its reference count is inside it).
   static std::size_t block_bytes() noexcept;
   // A block of block_bytes(), aligned for max_align_t (operator new's alignment). Throws
   // std::bad_alloc.
@@ -34,32 +34,6 @@ class JobPool {
   // Frees the blocks in the shared stack and in this thread's cache (other threads' caches
   // stay). For the destruction of the last runtime.
   static void release_unused() noexcept;
-};
-
-// Allocates records of size at most JobPool::block_bytes() from the pool, anything else
-// with operator new. Stateless.
-template <typename T>
-struct JobAllocator {
-  using value_type = T;
-  JobAllocator() noexcept = default;
-  template <typename U>
-  JobAllocator(const JobAllocator<U>&) noexcept {}
-
-  T* allocate(std::size_t n) {
-    if (n == 1 && sizeof(T) <= JobPool::block_bytes() && alignof(T) <= alignof(std::max_align_t)) {
-      return static_cast<T*>(JobPool::allocate());
-    }
-    return static_cast<T*>(::operator new(n * sizeof(T)));
-  }
-  void deallocate(T* p, std::size_t n) noexcept {
-    if (n == 1 && sizeof(T) <= JobPool::block_bytes() && alignof(T) <= alignof(std::max_align_t)) {
-      JobPool::deallocate(p);
-      return;
-    }
-    ::operator delete(p);
-  }
-  template <typename U>
-  bool operator==(const JobAllocator<U>&) const noexcept { return true; }
 };
 
 }  // namespace sandglass::detail
