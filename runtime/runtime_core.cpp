@@ -181,12 +181,12 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
   EstimateState& es = *states.estimate;
   job->kind_name = ks.name;
   job->origin = &es;  // also the runtime (core()), which everything below may reach
-  if (!spec.idempotency_key.empty()) job->cold().idempotency_key = std::move(spec.idempotency_key);
+  if (!spec.idempotency_key.empty()) job->extras().idempotency_key = std::move(spec.idempotency_key);
   const std::string& estimate_key = spec.estimate_key.empty() ? spec.kind : spec.estimate_key;
   job->priority = spec.priority;
   job->handler = std::move(handler);
-  if (awaitable) job->cold().awaitable = std::move(awaitable);
-  job->on_outcome = std::move(on_outcome);
+  if (awaitable) job->extras().awaitable = std::move(awaitable);
+  if (on_outcome) job->extras().on_outcome = std::move(on_outcome);
 
   // The budget: the earlier of `budget` and `deadline`, defaulted and clamped by the policy.
   const TimePoint now = Clock::now();
@@ -211,7 +211,7 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
     // (the callback then does nothing): the check after admission covers that. The callback
     // holds no reference, as the job owns the registration: publish() resets it (and waits
     // for a running callback) before the job can go.
-    job->cold().parent_link = spec.parent.on_cancel([j = job.get()]() noexcept {
+    job->extras().parent_link = spec.parent.on_cancel([j = job.get()]() noexcept {
       cancel_from_outside(*j, CancelCause::upstream);
     });
   }

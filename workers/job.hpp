@@ -3,9 +3,11 @@
 //
 // Layout matters for the hand-off: a job is made on the submitting thread in memory that a
 // worker freed last, so every cache line written when it is made has to travel between cores.
-// What submit writes comes first, in as few lines as possible; the cancellation state, the
-// outcome and the waiters' mutex are made only when the job ends or is waited for; the
-// cancellation state is two words until someone registers a callback.
+// What submit writes comes first, in as few lines as possible; what only some jobs have (an
+// outcome callback, an idempotency key, a parent, an awaitable run, a published outcome a
+// handle may read, waiters) is behind one pointer, made by the first of them; the cancellation
+// state is two words until someone registers a callback. 248 bytes, one 256-byte malloc chunk
+// (tests/workers/job_pool_test.cpp).
 //
 // Lifetime: an intrusive reference count, the one inside the job's cancellation state (the
 // record derives from it), held by `JobRef`s (the runtime's while the job is queued or
@@ -59,13 +61,31 @@ struct Job : QueueItem, CancelState {
   Job(const Job&) = delete;
   Job& operator=(const Job&) = delete;
 
-  // What only some jobs have, made for the first of them (cold()): a queued job without them
-  // carries one pointer instead.
-  struct Cold {
+  // For threads that block on the outcome; made by the first of them.
+  struct Waiters {
+    std::mutex mu;
+    std::condition_variable published;
+  };
+  // What only some jobs have, made by the first that needs it (extras()): a job without any
+  // carries one null pointer instead. The parts set at submit are written before the job is
+  // visible to other threads; `waiters` and `outcome` are made later, see publish().
+  struct Extras {
+    Extras() noexcept = default;
+    Extras(const Extras&) = delete;
+    Extras& operator=(const Extras&) = delete;
+    ~Extras() { delete waiters.load(std::memory_order_acquire); }
+
     // An awaitable job's (then `handler` is empty; see awaitable_runner.hpp).
     std::unique_ptr<AwaitableRun> awaitable;
     std::string idempotency_key;
     CancelRegistration parent_link;  // reset when the outcome is published
+    OutcomeCallback on_outcome;      // run once by publish()
+    // A waiter installs `waiters` and then reads done_; publish sets done_ and then reads
+    // `waiters` (all seq_cst), so at least one of them sees the other.
+    std::atomic<Waiters*> waiters{nullptr};
+    // Made when the outcome is published, and only if a handle may read it. Written before
+    // done_ is set, never after.
+    std::optional<Outcome> outcome;
   };
 
   // --- Written when the job is made.
@@ -100,19 +120,23 @@ struct Job : QueueItem, CancelState {
   // it: each happens before its outcome is out.
   const std::string* kind_name = nullptr;
   std::string_view kind() const noexcept { return *kind_name; }
-  std::unique_ptr<Cold> cold_parts;  // see Cold; made by cold(); here, before `handler`
-                                     // (16-byte aligned), so that no padding is left
-  JobHandler handler;
-  OutcomeCallback on_outcome;
-  Cold& cold() {
-    if (!cold_parts) cold_parts = std::make_unique<Cold>();
-    return *cold_parts;
-  }
+
+ private:
+  std::atomic<Extras*> extras_{nullptr};  // see Extras and extras()
+
+ public:
+  JobHandler handler;  // last: its tail padding (none with 8-byte alignment) ends the record
+  // Made by the first caller, on any thread (compare-and-swap); never replaced.
+  Extras& extras();
+  // Null if nothing made it yet. Acquire: pairs with the exchange in extras().
+  Extras* extras_if_made() const noexcept { return extras_.load(std::memory_order_acquire); }
   AwaitableRun* awaitable() const noexcept {
-    return cold_parts ? cold_parts->awaitable.get() : nullptr;
+    const Extras* e = extras_if_made();
+    return e != nullptr ? e->awaitable.get() : nullptr;
   }
   std::string_view idempotency_key() const noexcept {
-    return cold_parts ? std::string_view{cold_parts->idempotency_key} : std::string_view{};
+    const Extras* e = extras_if_made();
+    return e != nullptr ? std::string_view{e->idempotency_key} : std::string_view{};
   }
 
   // Trivially set up (two words, with the record's reference count); only a registration
@@ -157,21 +181,10 @@ struct Job : QueueItem, CancelState {
   Job() noexcept {}
   ~Job();
 
-  // For threads that block on the outcome; made by the first of them.
-  struct Waiters {
-    std::mutex mu;
-    std::condition_variable published;
-  };
   Waiters& waiters();
-  const Outcome& published_outcome() const noexcept { return *outcome_; }
+  // Once done() (and only for a job whose outcome was kept).
+  const Outcome& published_outcome() const noexcept { return *extras_if_made()->outcome; }
 
-  // Publication: the outcome is constructed, then done_ is set, and it never changes after.
-  // A waiter installs waiters_ and then reads done_; publish sets done_ and then reads
-  // waiters_ (all seq_cst), so at least one of them sees the other.
-  std::atomic<Waiters*> waiters_{nullptr};
-  // Made when the outcome is published, and only if a handle may read it: a queued job does
-  // not carry room for its outcome. Written before done_ is set, never after.
-  std::unique_ptr<Outcome> outcome_;
 };
 
 // A counted reference to a job (see Job's lifetime above). Copying takes a reference, moving

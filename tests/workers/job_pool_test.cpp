@@ -15,6 +15,12 @@ TEST_SUITE("JobPool") {
     CHECK(JobPool::block_bytes() == sizeof(Job));
   }
 
+  TEST_CASE("a job record fits malloc's 256-byte chunk, which has 248 usable bytes") {
+    // glibc rounds a request up to a multiple of 16 with 8 bytes of header, so 248 bytes is
+    // the most that costs one 256-byte chunk: issue 14's budget per queued job.
+    CHECK(sizeof(Job) <= 248);
+  }
+
   TEST_CASE("a record's last reference returns it, and a new record reuses the block") {
     JobRef first = Job::make();
     const Job* const address = first.get();
