@@ -174,7 +174,7 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
   const JobId id = next_id_.fetch_add(1, std::memory_order_relaxed);
 
   // Recycled records (see job_pool.hpp): no lock, and no cross-thread free into malloc.
-  JobRef job = Job::make();
+  JobRef job = Job::make(std::move(on_outcome));
   job->id = id;
   const Resolved states = resolve(spec.kind, spec.estimate_key);
   KindState& ks = *states.kind;
@@ -186,7 +186,6 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
   job->priority = spec.priority;
   job->handler = std::move(handler);
   if (awaitable) job->extras().awaitable = std::move(awaitable);
-  if (on_outcome) job->extras().on_outcome = std::move(on_outcome);
 
   // The budget: the earlier of `budget` and `deadline`, defaulted and clamped by the policy.
   const TimePoint now = Clock::now();

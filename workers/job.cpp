@@ -10,12 +10,26 @@ namespace sandglass::detail {
 
 static_assert(alignof(Job) <= alignof(std::max_align_t), "pool blocks are aligned for max_align_t");
 
-JobRef Job::make() { return JobRef::adopt(::new (JobPool::allocate()) Job); }
+static_assert(sizeof(JobWithCallback) == sizeof(Job) + sizeof(OutcomeCallback),
+              "the callback sits right after the record");
+
+JobRef Job::make(OutcomeCallback&& on_outcome) {
+  if (!on_outcome) return JobRef::adopt(::new (JobPool::allocate(JobPool::Size::plain)) Job);
+  // std::function's move constructor does not throw; the block is the pool's.
+  void* block = JobPool::allocate(JobPool::Size::with_callback);
+  return JobRef::adopt(::new (block) JobWithCallback{std::move(on_outcome)});
+}
 
 void Job::destroy(CancelState& state) noexcept {
   Job* const job = static_cast<Job*>(&state);
-  job->~Job();
-  JobPool::deallocate(job);
+  if (job->has_callback_) {
+    auto* const with = static_cast<JobWithCallback*>(job);
+    with->~JobWithCallback();
+    JobPool::deallocate(with, JobPool::Size::with_callback);
+  } else {
+    job->~Job();
+    JobPool::deallocate(job, JobPool::Size::plain);
+  }
 }
 
 Job::~Job() { delete extras_.load(std::memory_order_acquire); }
@@ -35,7 +49,7 @@ void Job::publish(Outcome&& outcome, bool kept) {
   // Read while unfinished (see `origin`); the runtime itself outlives this call.
   RuntimeCore* const runtime = core();
   handler = nullptr;     // release what the handler captured as soon as the job is over
-  // Set at submit, if at all; a waiter may make the extras meanwhile (then they hold neither).
+  // Made at submit, if at all; a waiter may make them meanwhile (then with no part of submit's).
   Extras* extras = extras_if_made();
   // The parent may outlive the runtime; blocks while its callback runs.
   if (extras != nullptr) extras->parent_link.reset();
@@ -54,8 +68,8 @@ void Job::publish(Outcome&& outcome, bool kept) {
   }
   // Pairs with the seq_cst increment in pin_core(). Pins last a few instructions.
   while (pins_.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
-  if (extras != nullptr && extras->on_outcome) {
-    OutcomeCallback callback = std::move(extras->on_outcome);
+  if (OutcomeCallback* const own = on_outcome(); own != nullptr && *own) {
+    OutcomeCallback callback = std::move(*own);
     const CallbackScope scope{runtime};
     callback(kept ? *extras->outcome : outcome);
   }

@@ -4,10 +4,12 @@
 // Layout matters for the hand-off: a job is made on the submitting thread in memory that a
 // worker freed last, so every cache line written when it is made has to travel between cores.
 // What submit writes comes first, in as few lines as possible; what only some jobs have (an
-// outcome callback, an idempotency key, a parent, an awaitable run, a published outcome a
-// handle may read, waiters) is behind one pointer, made by the first of them; the cancellation
-// state is two words until someone registers a callback. 248 bytes, one 256-byte malloc chunk
-// (tests/workers/job_pool_test.cpp).
+// idempotency key, a parent, an awaitable run, a published outcome a handle may read, waiters)
+// is behind one pointer, made by the first of them; the cancellation state is two words until
+// someone registers a callback. 248 bytes, one 256-byte malloc chunk
+// (tests/workers/job_pool_test.cpp). A job with an outcome callback is a `JobWithCallback`: the
+// callback right after the record, in a block of the pool's second size, so that a job without
+// one carries no room for it and a job with one needs no second allocation.
 //
 // Lifetime: an intrusive reference count, the one inside the job's cancellation state (the
 // record derives from it), held by `JobRef`s (the runtime's while the job is queued or
@@ -55,8 +57,9 @@ class JobRef;
 struct Job : QueueItem, CancelState {
   enum class Phase : std::uint8_t { pending, queued, running, finished };
 
-  // A fresh record from the pool, holding one reference (the returned one).
-  static JobRef make();
+  // A fresh record from the pool, holding one reference (the returned one); with
+  // `on_outcome` in its tail if that is not empty.
+  static JobRef make(OutcomeCallback&& on_outcome);
 
   Job(const Job&) = delete;
   Job& operator=(const Job&) = delete;
@@ -79,7 +82,6 @@ struct Job : QueueItem, CancelState {
     std::unique_ptr<AwaitableRun> awaitable;
     std::string idempotency_key;
     CancelRegistration parent_link;  // reset when the outcome is published
-    OutcomeCallback on_outcome;      // run once by publish()
     // A waiter installs `waiters` and then reads done_; publish sets done_ and then reads
     // `waiters` (all seq_cst), so at least one of them sees the other.
     std::atomic<Waiters*> waiters{nullptr};
@@ -106,6 +108,10 @@ struct Job : QueueItem, CancelState {
   bool overrun_reported = false;       // guarded by the runtime: on_overrun was told of it
   std::atomic<bool> done_{false};      // the outcome is published
   std::atomic<bool> started_{false};   // the handler was handed to a worker (for observers)
+ private:
+  bool has_callback_ = false;          // this is a JobWithCallback
+
+ public:
   std::uint32_t worker;                // its run slot (a blocking job's: its worker's index)
 
  private:
@@ -177,15 +183,31 @@ struct Job : QueueItem, CancelState {
   std::optional<Outcome> outcome() const;
 
  private:
+  friend struct JobWithCallback;
   // User-provided, so that making a job does not zero-fill all of it first (make()).
   Job() noexcept {}
   ~Job();
+  // The callback in the tail, or null.
+  OutcomeCallback* on_outcome() noexcept;
 
   Waiters& waiters();
   // Once done() (and only for a job whose outcome was kept).
   const Outcome& published_outcome() const noexcept { return *extras_if_made()->outcome; }
 
 };
+
+// A job with an outcome callback: the record and, right after it, the callback (run once by
+// publish()). Made and destroyed only by Job::make and Job::destroy.
+struct JobWithCallback : Job {
+  explicit JobWithCallback(OutcomeCallback&& callback) noexcept : on_outcome{std::move(callback)} {
+    has_callback_ = true;
+  }
+  OutcomeCallback on_outcome;
+};
+
+inline OutcomeCallback* Job::on_outcome() noexcept {
+  return has_callback_ ? &static_cast<JobWithCallback*>(this)->on_outcome : nullptr;
+}
 
 // A counted reference to a job (see Job's lifetime above). Copying takes a reference, moving
 // passes one on.
