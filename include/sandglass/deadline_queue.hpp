@@ -43,11 +43,14 @@
 // its class, and whose latest useful start is at or after that of the run's last item, is
 // appended to its class's run, a linked list, instead of the tree: admitting it (it overtakes
 // nobody, so the work ahead is the class's whole sum and no promise can break), linking it and
-// popping it are O(1). A newcomer that would overtake part of the run first moves that part,
-// the run's tail, into the tree (each item at most once, O(log n) each), so the prediction
-// stays the exact EDF order; `remove` and `expire` take an item out of the run in O(1). The
-// rest of the run stays a run: every item it holds is before the newcomer, and so before
-// every tree item the newcomer overtakes.
+// popping it are O(1). A newcomer that overtakes at most kRunWalkBack (8) items at the run's
+// end, and none in the tree, joins the run among them if the drop times stay in order there
+// (concurrent submitters reorder a few jobs): its work ahead and the promises of the items it
+// overtakes are read by walking those few, O(8). Any other newcomer that would overtake part
+// of the run first moves that part, the run's tail, into the tree (each item at most once,
+// O(log n) each), so the prediction stays the exact EDF order; `remove` and `expire` take an
+// item out of the run in O(1). The rest of the run stays a run: every item it holds is
+// before the newcomer, and so before every tree item the newcomer overtakes.
 //
 // Latest useful start: with `drop_if_cannot_finish`, `expire` (the timer) and `pop` remove an
 // item once less time is left than its estimate (too_late_to_start); `next_drop_time` says
@@ -317,6 +320,20 @@ class DeadlineQueue {
   void tree_insert(Class& c, QueueItem& item);
   void tree_erase(Class& c, QueueItem& item) noexcept;
   void run_push(Class& c, QueueItem& item) noexcept;
+  static constexpr std::size_t kRunWalkBack = 8;
+  // When `expire` removes `item` (once its estimate is known).
+  TimePoint drop_time(const QueueItem& item) const noexcept {
+    return options_.drop_if_cannot_finish
+               ? saturating_add(item.deadline.time_point(), -item.estimate)
+               : item.deadline.time_point();
+  }
+  // Where `item` (drop time `drop_at`, ordered as `key`) may join its class's run: true with
+  // `after` the run item it follows (nullptr: the head) when it is of no group, no tree item
+  // comes after it, at most kRunWalkBack run items do, and the run's drop times stay in order.
+  static bool run_place(const Class& c, const QueueItem& item, const QueueItem& key,
+                        TimePoint drop_at, QueueItem*& after) noexcept;
+  // Links `item` into the run after `after` (nullptr: at the head).
+  void run_insert_after(Class& c, QueueItem* after, QueueItem& item) noexcept;
   void run_erase(Class& c, QueueItem& item) noexcept;
   void flush_run(Class& c);  // moves the run into the tree
   static QueueItem* class_front(Class& c) noexcept;
