@@ -455,7 +455,7 @@ bool RuntimeCore::record_finished(Job& job, const Outcome& outcome, JobRef& self
   slot_ends_[job.worker].ns.store(TimePoint::min().time_since_epoch().count(), std::memory_order_relaxed);
   --running_count_;
   job.phase = Job::Phase::finished;
-  self = JobRef::adopt(&job);  // the runtime's reference; the caller holds another
+  self = JobRef::adopt(&job);  // the runtime's reference, now the caller's to drop
   if (job.group != 0) --groups_[job.group - 1]->running;
   // The group's slot is free: this worker's next pop unparks the group's next item itself.
   // Completed and failed runs are whole samples; a run stopped by its deadline is a lower
