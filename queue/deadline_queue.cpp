@@ -276,23 +276,29 @@ void DeadlineQueue::run_push(Class& c, QueueItem& item) noexcept {
 }
 
 bool DeadlineQueue::run_place(const Class& c, const QueueItem& item, const QueueItem& key,
-                              TimePoint drop_at, QueueItem*& after) noexcept {
+                              TimePoint drop_at, QueueItem*& after, Duration& disorder) noexcept {
   if (item.group != 0) return false;
   if (c.items_max != nullptr && !QueueTree::less(*c.items_max, key)) return false;
-  QueueItem* next = nullptr;  // the first run item after the key
+  // Its drop time against the latest ahead of it (max_drop bounds that), and those behind it
+  // against its own.
+  Duration need = c.run.head != nullptr ? std::max(c.run.max_drop - drop_at, Duration::zero())
+                                        : Duration::zero();
   QueueItem* prev = c.run.tail;
   for (std::size_t walked = 0; prev != nullptr && QueueTree::less(key, *prev); ++walked) {
     if (walked == kRunWalkBack) return false;
-    next = prev;
+    need = std::max(need, drop_at - prev->drop_at_);
     prev = prev->node_.left;
   }
-  if (prev != nullptr && drop_at < prev->drop_at_) return false;
-  if (next != nullptr && next->drop_at_ < drop_at) return false;
+  if (need > kRunDisorder) return false;
   after = prev;
+  disorder = std::max(c.run.disorder, need);
   return true;
 }
 
-void DeadlineQueue::run_insert_after(Class& c, QueueItem* after, QueueItem& item) noexcept {
+void DeadlineQueue::run_insert_after(Class& c, QueueItem* after, QueueItem& item,
+                                     Duration disorder) noexcept {
+  c.run.disorder = disorder;
+  c.run.max_drop = std::max(c.run.max_drop, item.drop_at_);
   if (after == c.run.tail) {
     run_push(c, item);
     return;
@@ -316,6 +322,10 @@ void DeadlineQueue::run_erase(Class& c, QueueItem& item) noexcept {
   --c.run.size;
   c.run.sum = add_sat(c.run.sum, -item.counted_);
   item.in_run_ = false;
+  if (c.run.size == 0) {
+    c.run.disorder = Duration::zero();
+    c.run.max_drop = TimePoint::min();
+  }
 }
 
 void DeadlineQueue::flush_run(Class& c) {
@@ -424,7 +434,8 @@ Admission DeadlineQueue::decide(QueueItem& item, TimePoint now, Load load) {
     key.seq_ = std::numeric_limits<std::uint64_t>::max();
     Class& c = class_of(item);
     QueueItem* after = nullptr;
-    if (run_place(c, item, key, drop_time(item), after)) {
+    Duration disorder{};
+    if (run_place(c, item, key, drop_time(item), after, disorder)) {
       overtaken_in_run = after != nullptr ? after->node_.right : c.run.head;
     } else {
       while (c.run.tail != nullptr && QueueTree::less(key, *c.run.tail)) {
@@ -575,15 +586,22 @@ void DeadlineQueue::expire(TimePoint now, std::vector<DroppedItem>& dropped) {
   };
   for (Class& c : classes_) {
     drain(c.items);
-    // The run's latest starts grow from its head, so its head is due first.
-    while (c.run.head != nullptr && c.run.head->drop_at_ <= now) {
-      QueueItem& item = *c.run.head;
-      const bool expired = item.deadline.expired(now);
-      if (!expired && !(options_.drop_if_cannot_finish && item.deadline.remaining(now) < item.estimate)) {
-        break;
+    // The run's drop times grow from its head, but for its disorder: once one seen is more
+    // than that after `now`, every one behind it is after `now`.
+    TimePoint seen = TimePoint::min();
+    for (QueueItem* x = c.run.head; x != nullptr;) {
+      QueueItem& item = *x;
+      x = item.node_.right;
+      const Duration disorder = c.run.disorder;  // before unlink() may empty the run
+      seen = std::max(seen, item.drop_at_);
+      if (item.drop_at_ <= now) {
+        const bool expired = item.deadline.expired(now);
+        if (expired || (options_.drop_if_cannot_finish && item.deadline.remaining(now) < item.estimate)) {
+          unlink(item);
+          dropped.push_back({&item, expired ? Reason::expired_in_queue : Reason::too_late_to_start});
+        }
       }
-      unlink(item);
-      dropped.push_back({&item, expired ? Reason::expired_in_queue : Reason::too_late_to_start});
+      if (saturating_add(seen, -disorder) > now) break;
     }
     for (Tree& parked : c.parked_by_group) drain(parked);
   }
@@ -593,7 +611,13 @@ Deadline DeadlineQueue::next_drop_time() const noexcept {
   TimePoint next = TimePoint::max();
   for (const Class& c : classes_) {
     next = std::min(next, QueueTree::min_drop<kItems>(c.items.root));
-    if (c.run.head != nullptr) next = std::min(next, c.run.head->drop_at_);
+    // The earliest within the run's disorder of its head (see expire).
+    TimePoint seen = TimePoint::min();
+    for (const QueueItem* x = c.run.head; x != nullptr; x = x->node_.right) {
+      next = std::min(next, x->drop_at_);
+      seen = std::max(seen, x->drop_at_);
+      if (saturating_add(seen, -c.run.disorder) >= next) break;
+    }
     for (const Tree& parked : c.parked_by_group) {
       next = std::min(next, QueueTree::min_drop<kItems>(parked.root));
     }
@@ -718,8 +742,9 @@ void DeadlineQueue::link(QueueItem& item) {
   // Into the run when it comes last in its class, or a few items before the run's end, by
   // deadline and by latest start.
   QueueItem* after = nullptr;
-  if (run_place(c, item, item, item.drop_at_, after)) {
-    run_insert_after(c, after, item);
+  Duration disorder{};
+  if (run_place(c, item, item, item.drop_at_, after, disorder)) {
+    run_insert_after(c, after, item, disorder);
   } else {
     tree_insert(c, item);
   }
