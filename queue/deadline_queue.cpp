@@ -279,15 +279,21 @@ bool DeadlineQueue::run_place(const Class& c, const QueueItem& item, const Queue
                               TimePoint drop_at, QueueItem*& after, Duration& disorder) noexcept {
   if (item.group != 0) return false;
   if (c.items_max != nullptr && !QueueTree::less(*c.items_max, key)) return false;
-  // Its drop time against the latest ahead of it (max_drop bounds that), and those behind it
-  // against its own.
-  Duration need = c.run.head != nullptr ? std::max(c.run.max_drop - drop_at, Duration::zero())
-                                        : Duration::zero();
+  // The items behind it (the few it overtakes) against its drop time.
+  Duration need{};
   QueueItem* prev = c.run.tail;
   for (std::size_t walked = 0; prev != nullptr && QueueTree::less(key, *prev); ++walked) {
     if (walked == kRunWalkBack) return false;
     need = std::max(need, drop_at - prev->drop_at_);
     prev = prev->node_.left;
+  }
+  if (prev == c.run.tail) {
+    // Appended: against the latest drop time in the run (max_drop).
+    if (c.run.head != nullptr) need = std::max(need, c.run.max_drop - drop_at);
+  } else if (prev != nullptr && drop_at < prev->drop_at_) {
+    // Among them: not before the item ahead of it, which is at most the disorder before any
+    // item ahead of it (so neither is this one).
+    return false;
   }
   if (need > kRunDisorder) return false;
   after = prev;

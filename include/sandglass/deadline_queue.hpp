@@ -46,7 +46,7 @@
 // run's items within that disorder of its head: admitting it (it overtakes
 // nobody, so the work ahead is the class's whole sum and no promise can break), linking it and
 // popping it are O(1). A newcomer that overtakes at most kRunWalkBack (8) items at the run's
-// end, and none in the tree, joins the run among them if the drop times stay in order there
+// end, and none in the tree, joins the run among them if the drop times stay that near order
 // (concurrent submitters reorder a few jobs): its work ahead and the promises of the items it
 // overtakes are read by walking those few, O(8). Any other newcomer that would overtake part
 // of the run first moves that part, the run's tail, into the tree (each item at most once,
