@@ -3,6 +3,12 @@
 namespace sandglass {
 namespace detail {
 
+struct CancelState::Callbacks {
+  std::stop_source stop;
+  CancelStateRef parent;  // kept alive while linked
+  std::optional<std::stop_callback<Forward>> parent_link;  // last: deregisters first
+};
+
 bool CancelState::signal(CancelCause cause) noexcept {
   auto expected = static_cast<std::uint8_t>(CancelCause::none);
   // Pairs with the acquire in cause() (publication). Relaxed on failure: the loser (a later
@@ -52,7 +58,7 @@ std::optional<std::stop_token> CancelState::stop_token_for_callback() {
   return c.stop.get_token();
 }
 
-void CancelState::link_to(const std::shared_ptr<CancelState>& parent) {
+void CancelState::link_to(const CancelStateRef& parent) {
   if (!parent) return;
   Callbacks& c = callbacks();
   c.parent = parent;
@@ -66,10 +72,15 @@ void CancelState::link_to(const std::shared_ptr<CancelState>& parent) {
 
 }  // namespace detail
 
-CancelSource::CancelSource() : state_{std::make_shared<detail::CancelState>()} {}
+namespace {
+void destroy_alone(detail::CancelState& state) noexcept { delete &state; }
+}  // namespace
+
+CancelSource::CancelSource()
+    : state_{detail::CancelStateRef::adopt(new detail::CancelState, &destroy_alone)} {}
 
 CancelSource::CancelSource(const CancelToken& parent) : CancelSource() {
-  state_->link_to(CancelAccess::state(parent));
+  state_->link_to(parent.state_);
 }
 
 }  // namespace sandglass

@@ -240,13 +240,11 @@ std::int64_t DeadlineQueue::class_prefix(const Class& c, const QueueItem& key) c
   const std::int64_t in_tree = c.items_max == nullptr || QueueTree::less(*c.items_max, key)
                                    ? QueueTree::sum<kItems>(c.items.root)
                                    : QueueTree::prefix<kItems>(c.items.root, key);
+  // A key inside the run (a newcomer that joins it a few items from its tail, or
+  // predicted_start's question): less the items after the key, walked from the tail.
   std::int64_t in_run = c.run.sum;
-  if (c.run.tail != nullptr && !QueueTree::less(*c.run.tail, key)) {
-    // Only predicted_start asks about a key inside the run (admit moves the run first).
-    in_run = 0;
-    for (const QueueItem* x = c.run.head; x != nullptr && QueueTree::less(*x, key); x = x->node_.right) {
-      in_run = add_sat(in_run, x->counted_);
-    }
+  for (const QueueItem* x = c.run.tail; x != nullptr && !QueueTree::less(*x, key); x = x->node_.left) {
+    in_run = add_sat(in_run, -x->counted_);
   }
   return add_sat(in_tree, in_run);
 }
@@ -277,6 +275,50 @@ void DeadlineQueue::run_push(Class& c, QueueItem& item) noexcept {
   item.in_run_ = true;
 }
 
+bool DeadlineQueue::run_place(const Class& c, const QueueItem& item, const QueueItem& key,
+                              TimePoint drop_at, QueueItem*& after, Duration& disorder) noexcept {
+  if (item.group != 0) return false;
+  if (c.items_max != nullptr && !QueueTree::less(*c.items_max, key)) return false;
+  // The items behind it (the few it overtakes) against its drop time.
+  Duration need{};
+  QueueItem* prev = c.run.tail;
+  for (std::size_t walked = 0; prev != nullptr && QueueTree::less(key, *prev); ++walked) {
+    if (walked == kRunWalkBack) return false;
+    need = std::max(need, drop_at - prev->drop_at_);
+    prev = prev->node_.left;
+  }
+  if (prev == c.run.tail) {
+    // Appended: against the latest drop time in the run (max_drop).
+    if (c.run.head != nullptr) need = std::max(need, c.run.max_drop - drop_at);
+  } else if (prev != nullptr && drop_at < prev->drop_at_) {
+    // Among them: not before the item ahead of it, which is at most the disorder before any
+    // item ahead of it (so neither is this one).
+    return false;
+  }
+  if (need > kRunDisorder) return false;
+  after = prev;
+  disorder = std::max(c.run.disorder, need);
+  return true;
+}
+
+void DeadlineQueue::run_insert_after(Class& c, QueueItem* after, QueueItem& item,
+                                     Duration disorder) noexcept {
+  c.run.disorder = disorder;
+  c.run.max_drop = std::max(c.run.max_drop, item.drop_at_);
+  if (after == c.run.tail) {
+    run_push(c, item);
+    return;
+  }
+  QueueItem* next = after != nullptr ? after->node_.right : c.run.head;
+  item.node_.left = after;
+  item.node_.right = next;
+  (after != nullptr ? after->node_.right : c.run.head) = &item;
+  next->node_.left = &item;
+  ++c.run.size;
+  c.run.sum = add_sat(c.run.sum, item.counted_);
+  item.in_run_ = true;
+}
+
 void DeadlineQueue::run_erase(Class& c, QueueItem& item) noexcept {
   QueueItem* prev = item.node_.left;
   QueueItem* next = item.node_.right;
@@ -286,6 +328,10 @@ void DeadlineQueue::run_erase(Class& c, QueueItem& item) noexcept {
   --c.run.size;
   c.run.sum = add_sat(c.run.sum, -item.counted_);
   item.in_run_ = false;
+  if (c.run.size == 0) {
+    c.run.disorder = Duration::zero();
+    c.run.max_drop = TimePoint::min();
+  }
 }
 
 void DeadlineQueue::flush_run(Class& c) {
@@ -380,19 +426,29 @@ Admission DeadlineQueue::admit(QueueItem& item, TimePoint now, Load load) {
 }
 
 Admission DeadlineQueue::decide(QueueItem& item, TimePoint now, Load load) {
+  // The items of its class that the newcomer overtakes: in the tree, or the last few of the
+  // run when it can join the run among them (the first of them; null: none in the run).
+  QueueItem* overtaken_in_run = nullptr;
   {
-    // A newcomer that would overtake part of its class's run: that part (the run's tail, often
-    // a few items that concurrent submitters reordered) goes into the tree, where prefix sums
-    // and slacks answer for any key. The rest of the run stays before the newcomer.
+    // A newcomer that would overtake part of its class's run (its tail, often a few items that
+    // concurrent submitters reordered) joins the run among them if it can (run_place: a few
+    // items, drop times in order); else that part goes into the tree, where prefix sums and
+    // slacks answer for any key. The rest of the run stays before the newcomer.
     QueueItem key = {};
     key.priority = item.priority;
     key.deadline = item.deadline;
     key.seq_ = std::numeric_limits<std::uint64_t>::max();
     Class& c = class_of(item);
-    while (c.run.tail != nullptr && QueueTree::less(key, *c.run.tail)) {
-      QueueItem& last = *c.run.tail;
-      run_erase(c, last);
-      tree_insert(c, last);
+    QueueItem* after = nullptr;
+    Duration disorder{};
+    if (run_place(c, item, key, drop_time(item), after, disorder)) {
+      overtaken_in_run = after != nullptr ? after->node_.right : c.run.head;
+    } else {
+      while (c.run.tail != nullptr && QueueTree::less(key, *c.run.tail)) {
+        QueueItem& last = *c.run.tail;
+        run_erase(c, last);
+        tree_insert(c, last);
+      }
     }
   }
   // Computed once: the rejection reports it (Admission::predicted_start).
@@ -411,18 +467,30 @@ Admission DeadlineQueue::decide(QueueItem& item, TimePoint now, Load load) {
     key.deadline = item.deadline;
     key.seq_ = std::numeric_limits<std::uint64_t>::max();
     const Class& c = class_of(item);
-    // The class's run is all before the newcomer (admit moved the rest into the tree), and so
-    // before every item it overtakes: its work counts for them as well.
-    const std::int64_t base = add_sat(
+    const std::int64_t common =
         add_sat(scaled(saturating_add(now, std::max(load.busy_for, Duration::zero()))),
-                higher_work(item.priority)),
-        c.run.sum);
-    // Items it overtakes are in the tree (the run is all before it): none when it comes last.
-    const std::int64_t tightest = c.items_max == nullptr || QueueTree::less(*c.items_max, key)
-                                      ? kInf
-                                      : QueueTree::min_slack_after<kItems>(c.items.root, key);
-    const std::int64_t slack = add_sat(tightest, -base);
-    if (tightest != kInf && slack >= 0 && slack < item.counted_) {
+                higher_work(item.priority));
+    std::int64_t slack = kInf;
+    if (overtaken_in_run == nullptr) {
+      // The class's run is all before the newcomer (decide moved the rest into the tree), and
+      // so before every item it overtakes: its work counts for them as well.
+      const std::int64_t base = add_sat(common, c.run.sum);
+      // Items it overtakes are in the tree: none when it comes last.
+      const std::int64_t tightest = c.items_max == nullptr || QueueTree::less(*c.items_max, key)
+                                        ? kInf
+                                        : QueueTree::min_slack_after<kItems>(c.items.root, key);
+      if (tightest != kInf) slack = add_sat(tightest, -base);
+    } else {
+      // It overtakes the run's last few items only (run_place: no tree item comes after it).
+      // Each starts after the whole tree and the run items before it.
+      std::int64_t before = add_sat(QueueTree::sum<kItems>(c.items.root), c.run.sum);
+      for (const QueueItem* x = c.run.tail;; x = x->node_.left) {
+        before = add_sat(before, -x->counted_);
+        slack = std::min(slack, add_sat(add_sat(x->scaled_latest_, -before), -common));
+        if (x == overtaken_in_run) break;
+      }
+    }
+    if (slack != kInf && slack >= 0 && slack < item.counted_) {
       return {.reason = Reason::deadline_implausible,
               .predicted_start = start ? *start : predicted_start(item, now, load)};
     }
@@ -524,15 +592,22 @@ void DeadlineQueue::expire(TimePoint now, std::vector<DroppedItem>& dropped) {
   };
   for (Class& c : classes_) {
     drain(c.items);
-    // The run's latest starts grow from its head, so its head is due first.
-    while (c.run.head != nullptr && c.run.head->drop_at_ <= now) {
-      QueueItem& item = *c.run.head;
-      const bool expired = item.deadline.expired(now);
-      if (!expired && !(options_.drop_if_cannot_finish && item.deadline.remaining(now) < item.estimate)) {
-        break;
+    // The run's drop times grow from its head, but for its disorder: once one seen is more
+    // than that after `now`, every one behind it is after `now`.
+    TimePoint seen = TimePoint::min();
+    for (QueueItem* x = c.run.head; x != nullptr;) {
+      QueueItem& item = *x;
+      x = item.node_.right;
+      const Duration disorder = c.run.disorder;  // before unlink() may empty the run
+      seen = std::max(seen, item.drop_at_);
+      if (item.drop_at_ <= now) {
+        const bool expired = item.deadline.expired(now);
+        if (expired || (options_.drop_if_cannot_finish && item.deadline.remaining(now) < item.estimate)) {
+          unlink(item);
+          dropped.push_back({&item, expired ? Reason::expired_in_queue : Reason::too_late_to_start});
+        }
       }
-      unlink(item);
-      dropped.push_back({&item, expired ? Reason::expired_in_queue : Reason::too_late_to_start});
+      if (saturating_add(seen, -disorder) > now) break;
     }
     for (Tree& parked : c.parked_by_group) drain(parked);
   }
@@ -542,7 +617,13 @@ Deadline DeadlineQueue::next_drop_time() const noexcept {
   TimePoint next = TimePoint::max();
   for (const Class& c : classes_) {
     next = std::min(next, QueueTree::min_drop<kItems>(c.items.root));
-    if (c.run.head != nullptr) next = std::min(next, c.run.head->drop_at_);
+    // The earliest within the run's disorder of its head (see expire).
+    TimePoint seen = TimePoint::min();
+    for (const QueueItem* x = c.run.head; x != nullptr; x = x->node_.right) {
+      next = std::min(next, x->drop_at_);
+      seen = std::max(seen, x->drop_at_);
+      if (saturating_add(seen, -c.run.disorder) >= next) break;
+    }
     for (const Tree& parked : c.parked_by_group) {
       next = std::min(next, QueueTree::min_drop<kItems>(parked.root));
     }
@@ -662,15 +743,14 @@ void DeadlineQueue::link(QueueItem& item) {
   item.seq_ = ++next_seq_;
   const TimePoint latest_start = saturating_add(item.deadline.time_point(), -item.estimate);
   item.scaled_latest_ = scaled(latest_start);
-  item.drop_at_ = options_.drop_if_cannot_finish ? latest_start : item.deadline.time_point();
+  item.drop_at_ = drop_time(item);
   item.unparked_ = false;
-  // Appended to the run when it comes last in its class by deadline and by latest start.
-  const bool in_order =
-      item.group == 0 && (c.items_max == nullptr || QueueTree::less(*c.items_max, item)) &&
-      (c.run.tail == nullptr ||
-       (QueueTree::less(*c.run.tail, item) && c.run.tail->drop_at_ <= item.drop_at_));
-  if (in_order) {
-    run_push(c, item);
+  // Into the run when it comes last in its class, or a few items before the run's end, by
+  // deadline and by latest start.
+  QueueItem* after = nullptr;
+  Duration disorder{};
+  if (run_place(c, item, item, item.drop_at_, after, disorder)) {
+    run_insert_after(c, after, item, disorder);
   } else {
     tree_insert(c, item);
   }

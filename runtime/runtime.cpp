@@ -56,6 +56,28 @@ std::vector<EstimateSnapshot> Runtime::estimates() const { return core_->estimat
 
 const RuntimeOptions& Runtime::options() const noexcept { return core_->options(); }
 
+JobHandle::JobHandle(detail::JobRef&& job) noexcept : job_{job.release()} {}
+
+JobHandle::JobHandle(const JobHandle& other) noexcept : job_{other.job_} {
+  if (job_ != nullptr) job_->add_ref();
+}
+
+JobHandle& JobHandle::operator=(const JobHandle& other) noexcept {
+  JobHandle copy{other};
+  std::swap(job_, copy.job_);
+  return *this;
+}
+
+JobHandle& JobHandle::operator=(JobHandle&& other) noexcept {
+  JobHandle taken{std::move(other)};
+  std::swap(job_, taken.job_);
+  return *this;
+}
+
+JobHandle::~JobHandle() {
+  const detail::JobRef dropped = detail::JobRef::adopt(job_);  // drops the reference
+}
+
 JobId JobHandle::id() const noexcept { return job_ ? job_->id : 0; }
 
 bool JobHandle::cancel() const {

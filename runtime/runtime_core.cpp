@@ -174,19 +174,18 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
   const JobId id = next_id_.fetch_add(1, std::memory_order_relaxed);
 
   // Recycled records (see job_pool.hpp): no lock, and no cross-thread free into malloc.
-  auto job = std::allocate_shared<Job>(JobAllocator<Job>{});
+  JobRef job = Job::make(std::move(on_outcome));
   job->id = id;
   const Resolved states = resolve(spec.kind, spec.estimate_key);
   KindState& ks = *states.kind;
   EstimateState& es = *states.estimate;
   job->kind_name = ks.name;
   job->origin = &es;  // also the runtime (core()), which everything below may reach
-  if (!spec.idempotency_key.empty()) job->cold().idempotency_key = std::move(spec.idempotency_key);
+  if (!spec.idempotency_key.empty()) job->extras().idempotency_key = std::move(spec.idempotency_key);
   const std::string& estimate_key = spec.estimate_key.empty() ? spec.kind : spec.estimate_key;
   job->priority = spec.priority;
   job->handler = std::move(handler);
-  if (awaitable) job->cold().awaitable = std::move(awaitable);
-  job->on_outcome = std::move(on_outcome);
+  if (awaitable) job->extras().awaitable = std::move(awaitable);
 
   // The budget: the earlier of `budget` and `deadline`, defaulted and clamped by the policy.
   const TimePoint now = Clock::now();
@@ -209,9 +208,10 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
     // Registered before the job becomes visible to workers, who reset the registration when
     // they publish its outcome. A parent cancelled before admission finds the job pending
     // (the callback then does nothing): the check after admission covers that. The callback
-    // holds only a weak reference, as the job owns the registration.
-    job->cold().parent_link = spec.parent.on_cancel([weak = std::weak_ptr<Job>{job}]() noexcept {
-      if (auto j = weak.lock()) cancel_from_outside(*j, CancelCause::upstream);
+    // holds no reference, as the job owns the registration: publish() resets it (and waits
+    // for a running callback) before the job can go.
+    job->extras().parent_link = spec.parent.on_cancel([j = job.get()]() noexcept {
+      cancel_from_outside(*j, CancelCause::upstream);
     });
   }
 
@@ -224,7 +224,7 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
   // A job with a parent takes the lock: the parent's callback may look at it from now on.
   if (!spec.parent.can_be_cancelled() && admit_lock_free(job, now)) return JobHandle{std::move(job)};
   Admission admission;
-  std::shared_ptr<Job> shed;
+  JobRef shed;
   std::string rejection;  // why, for deadline_implausible
   bool wake_worker = false;
   bool wake_timer = false;
@@ -239,7 +239,7 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
     }
     if (admission.admitted()) {
       job->phase = Job::Phase::queued;
-      job->self = job;
+      job->add_ref();  // the runtime's, while queued or running (retire() takes it back)
       raise_peak(queue_.size());
       // A spinning worker takes this job (and wakes another if more are waiting).
       wake_worker = !spinning_.load(std::memory_order_seq_cst);
@@ -272,7 +272,7 @@ bool RuntimeCore::cancel(Job& job, CancelCause cause) {
   if (job.phase == Job::Phase::queued) {
     const std::uint64_t spliced = queue_.spliced_total();
     queue_.remove(job);
-    std::shared_ptr<Job> ref = retire(job);
+    JobRef ref = retire(job);
     notify_if_drained();
     // It may have been its group's unparked item: a worker unparks the next one. Or remove()
     // linked the inbox, which a worker about to sleep no longer sees.
@@ -313,9 +313,9 @@ Job* RuntimeCore::next_job(std::size_t worker, Job* finished, Outcome&& outcome)
                       : Clock::now();
   // The runtime's own reference to `finished`, taken out under the lock (record_finished) and
   // dropped after its outcome is out. The worker holds no reference of its own while a job
-  // runs: `self` keeps it alive, and only this worker clears it. That spares two reference
+  // runs: the runtime's keeps it alive, and only this worker takes it back. That spares two reference
   // count changes (an increment at start, a decrement here) per job.
-  std::shared_ptr<Job> finished_self;
+  JobRef finished_self;
   queue_.prefetch_inbox();  // its lines arrive while we wait for the lock
   Lock lock = lock_hot_path();
   const bool sample = finished != nullptr && record_finished(*finished, outcome, finished_self);
@@ -338,12 +338,12 @@ Job* RuntimeCore::next_job(std::size_t worker, Job* finished, Outcome&& outcome)
       // Outcomes are published outside the lock, and before this worker may sleep.
       if (!dropped_jobs.empty()) notify_if_drained();
       lock.unlock();
-      // `taken` stays alive through its `self` while it runs (see finished_self above).
+      // `taken` stays alive through the runtime's reference while it runs (see finished_self).
       if (wake_another) idle_.wake_one();
       if (wake_timer) timer_wake_.notify_one();
       if (finished != nullptr) {
-        // Only the runtime's reference (self, now finished_self) left: no handle can ask for
-        // the outcome. Other references (the timer's, for a moment) keep it, needlessly.
+        // Only the runtime's reference (now finished_self) left: no handle can ask for the
+        // outcome. Other references (the timer's, for a moment, a token) keep it, needlessly.
         const bool kept = finished_self.use_count() > 1;
         // Before the outcome: whoever waits for it, or its callback, then sees the sample in
         // the estimate. Every run at once, not in batches (see estimate_state.hpp).
@@ -355,8 +355,8 @@ Job* RuntimeCore::next_job(std::size_t worker, Job* finished, Outcome&& outcome)
       finish_dropped(dropped_jobs);
       if (taken != nullptr && taken->awaitable() != nullptr) {
         // It keeps its slot, not this thread: start it on its executor and look for more.
-        // `self` is read without the lock: only finish_detached (after the launch) clears it.
-        const std::shared_ptr<Job> ref = taken->self;
+        // The runtime's reference keeps it: only finish_detached (after the launch) takes it.
+        const JobRef ref{taken};
         launch_awaitable(ref, *this, options_.budget);
         lock = lock_hot_path();
         continue;
@@ -395,11 +395,11 @@ Job* RuntimeCore::next_job(std::size_t worker, Job* finished, Outcome&& outcome)
   }
 }
 
-void RuntimeCore::finish_detached(std::shared_ptr<Job> job, Outcome&& outcome) noexcept {
+void RuntimeCore::finish_detached(JobRef job, Outcome&& outcome) noexcept {
   const TimePoint end = saturating_add(job->started_at, outcome.timings.run_time);
   bool sample = false;
   bool wake_worker = false;
-  std::shared_ptr<Job> self;  // dropped after unlocking (`job` holds another reference)
+  JobRef self;  // dropped after unlocking (`job` holds another reference)
   {
     Lock lock = lock_hot_path();
     sample = record_finished(*job, outcome, self);
@@ -450,12 +450,12 @@ void RuntimeCore::start(Job& job, TimePoint now, std::size_t worker, bool& wake_
   wake_timer = wake_timer_for(job.deadline);
 }
 
-bool RuntimeCore::record_finished(Job& job, const Outcome& outcome, std::shared_ptr<Job>& self) {
+bool RuntimeCore::record_finished(Job& job, const Outcome& outcome, JobRef& self) {
   slots_[job.worker].job = nullptr;
   slot_ends_[job.worker].ns.store(TimePoint::min().time_since_epoch().count(), std::memory_order_relaxed);
   --running_count_;
   job.phase = Job::Phase::finished;
-  self = std::move(job.self);  // the worker still holds its own reference
+  self = JobRef::adopt(&job);  // the runtime's reference, now the caller's to drop
   if (job.group != 0) --groups_[job.group - 1]->running;
   // The group's slot is free: this worker's next pop unparks the group's next item itself.
   // Completed and failed runs are whole samples; a run stopped by its deadline is a lower
@@ -470,7 +470,7 @@ Deadline RuntimeCore::overrun_due(const Job& job) const noexcept {
   return Deadline::after(options_.overrun_after, job.deadline.time_point());
 }
 
-Deadline RuntimeCore::visit_overdue(TimePoint now, std::vector<std::shared_ptr<Job>>& overdue,
+Deadline RuntimeCore::visit_overdue(TimePoint now, std::vector<JobRef>& overdue,
                                     std::vector<Overrun>& overruns) {
   const bool report = static_cast<bool>(options_.on_overrun);
   Deadline next = Deadline::never();
@@ -483,7 +483,7 @@ Deadline RuntimeCore::visit_overdue(TimePoint now, std::vector<std::shared_ptr<J
     }
     if (!job.deadline_signalled) {
       job.deadline_signalled = true;
-      overdue.push_back(job.self);
+      overdue.push_back(JobRef{&job});
     }
     if (!report || job.overrun_reported) continue;
     const Deadline due = overrun_due(job);
@@ -511,7 +511,7 @@ void RuntimeCore::timer_loop() {
 #endif
   std::vector<DroppedItem> dropped;
   std::vector<DroppedJob> expired;
-  std::vector<std::shared_ptr<Job>> overdue;
+  std::vector<JobRef> overdue;
   std::vector<Overrun> overruns;
   Lock lock{mu_};
   while (!stop_timer_) {
@@ -548,11 +548,11 @@ void RuntimeCore::timer_loop() {
 }
 
 void RuntimeCore::dispatch_from_timer(std::vector<DroppedJob>& expired,
-                                      std::vector<std::shared_ptr<Job>>& overdue,
+                                      std::vector<JobRef>& overdue,
                                       std::vector<Overrun>& overruns) {
   // The deadline signal proper, here and at once: checkpoints see it now. A job already
   // cancelled (or whose handler just returned) keeps what it had; its callbacks ran elsewhere.
-  std::erase_if(overdue, [](const std::shared_ptr<Job>& job) {
+  std::erase_if(overdue, [](const JobRef& job) {
     return !job->signal(CancelCause::deadline);
   });
   if (overdue.empty() && expired.empty() && overruns.empty()) return;
@@ -590,8 +590,8 @@ void RuntimeCore::shutdown_until(Deadline drain_deadline) {
   refuse_from_callback("Runtime::shutdown");
   std::lock_guard shutdown_lock{shutdown_mu_};
   if (shut_down_) return;
-  std::vector<std::shared_ptr<Job>> left_in_queue;
-  std::vector<std::shared_ptr<Job>> still_running;
+  std::vector<JobRef> left_in_queue;
+  std::vector<JobRef> still_running;
   {
     Lock lock{mu_};
     closing_ = true;
@@ -604,7 +604,7 @@ void RuntimeCore::shutdown_until(Deadline drain_deadline) {
     }
     for (QueueItem* item : queue_.take_all()) left_in_queue.push_back(retire(job_of(item)));
     for (const RunSlot& slot : slots_) {
-      if (slot.job != nullptr) still_running.push_back(slot.job->self);
+      if (slot.job != nullptr) still_running.push_back(JobRef{slot.job});
     }
   }
   for (auto& job : left_in_queue) {
@@ -683,9 +683,9 @@ void RuntimeCore::take_dropped(std::vector<DroppedItem>& dropped, std::vector<Dr
   dropped.clear();
 }
 
-std::shared_ptr<Job> RuntimeCore::retire(Job& job) {
+JobRef RuntimeCore::retire(Job& job) {
   job.phase = Job::Phase::finished;
-  return std::move(job.self);
+  return JobRef::adopt(&job);  // the runtime's reference
 }
 
 void RuntimeCore::finish_dropped(std::vector<DroppedJob>& dropped) {
@@ -738,16 +738,16 @@ void RuntimeCore::raise_peak(std::size_t queued) noexcept {
   }
 }
 
-bool RuntimeCore::admit_lock_free(std::shared_ptr<Job>& job, TimePoint now) {
+bool RuntimeCore::admit_lock_free(JobRef& job, TimePoint now) {
   const DeadlineQueue::BusyBound busy{&RuntimeCore::busy_bound, this};
   // A job the queue will decline (a rejection, most often) costs no reference count change.
   if (!queue_.lock_free_may_admit(*job, now, busy)) return false;
   // Published by the push: the worker that links the job reads them under mu_.
   job->phase = Job::Phase::queued;
-  job->self = job;
+  job->add_ref();  // the runtime's (see submit)
   if (!queue_.claim_lock_free(*job, now, busy)) {
     job->phase = Job::Phase::pending;
-    job->self.reset();
+    (void)job->drop_ref();  // never the last: `job` holds one
     return false;
   }
   // From here a worker may already run it; `job` (ours) keeps it alive, and what is read

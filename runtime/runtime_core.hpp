@@ -94,7 +94,7 @@ class RuntimeCore final : public JobSource {
   const RuntimeOptions& options() const noexcept { return options_; }
 
   Job* next_job(std::size_t worker, Job* finished, Outcome&& outcome) noexcept override;
-  void finish_detached(std::shared_ptr<Job> job, Outcome&& outcome) noexcept override;
+  void finish_detached(JobRef job, Outcome&& outcome) noexcept override;
 
  private:
   using Lock = std::unique_lock<std::mutex>;
@@ -107,7 +107,7 @@ class RuntimeCore final : public JobSource {
   };
 
   struct DroppedJob {
-    std::shared_ptr<Job> job;
+    JobRef job;
     Reason reason;
   };
 
@@ -115,13 +115,13 @@ class RuntimeCore final : public JobSource {
   // Hands what the timer found to the callback thread: runs the on_cancel callbacks of `overdue`
   // (already signalled), publishes `expired`, reports `overruns`. Without mu_.
   void dispatch_from_timer(std::vector<DroppedJob>& expired,
-                           std::vector<std::shared_ptr<Job>>& overdue,
+                           std::vector<JobRef>& overdue,
                            std::vector<Overrun>& overruns);
   // Walks the run slots: cancels the jobs whose deadline passed at `now` and that were not yet
   // signalled (into `overdue`) and, when overruns are reported, collects those due for a
   // report (into `overruns`). Returns the earliest time the timer must wake for a running job.
   // Requires mu_. O(slots).
-  Deadline visit_overdue(TimePoint now, std::vector<std::shared_ptr<Job>>& overdue,
+  Deadline visit_overdue(TimePoint now, std::vector<JobRef>& overdue,
                          std::vector<Overrun>& overruns);
   // When `job` (running, past its deadline) counts as overrunning.
   Deadline overrun_due(const Job& job) const noexcept;
@@ -136,7 +136,7 @@ class RuntimeCore final : public JobSource {
   // runtime's own reference to the job into `self`, for the caller to drop after unlocking.
   // True if the run is a sample for its kind's estimate (the caller records it after
   // unlocking).
-  bool record_finished(Job& job, const Outcome& outcome, std::shared_ptr<Job>& self);
+  bool record_finished(Job& job, const Outcome& outcome, JobRef& self);
   // The state of `kind`, and that of estimate key `key` (for a job of `kind`), made on first
   // use; require kinds_mu_. The references live as long as this.
   KindState& kind_state_locked(const std::string& kind);
@@ -154,7 +154,7 @@ class RuntimeCore final : public JobSource {
   Load load_for(const KindState& ks, TimePoint now) const;
   // Marks a job that left the queue without running as finished and hands over the runtime's
   // reference to it; requires mu_.
-  std::shared_ptr<Job> retire(Job& job);
+  JobRef retire(Job& job);
   // Marks items the queue dropped as finished and takes their references; requires mu_.
   void take_dropped(std::vector<DroppedItem>& dropped, std::vector<DroppedJob>& out);
   // Publishes `expired` outcomes for them and clears the vector. Must not hold mu_.
@@ -162,7 +162,7 @@ class RuntimeCore final : public JobSource {
   // Admits `job` without mu_ if the queue's lock-free path takes it (see DeadlineQueue's
   // "The inbox"), then wakes a worker and, if its drop time is due before the timer wakes,
   // the timer. False: nothing happened; admit under mu_.
-  bool admit_lock_free(std::shared_ptr<Job>& job, TimePoint now);
+  bool admit_lock_free(JobRef& job, TimePoint now);
   // Raises peak_queued_ to `queued`.
   void raise_peak(std::size_t queued) noexcept;
   // An upper bound of what the running jobs still need ÷ workers, from the published slot

@@ -22,7 +22,7 @@ asio::awaitable<void> run_body(AwaitableRun* run) { co_await run->handler.fn(*ru
 
 }  // namespace
 
-void launch_awaitable(const std::shared_ptr<Job>& job, JobSource& source, const BudgetPolicy& policy) {
+void launch_awaitable(const JobRef& job, JobSource& source, const BudgetPolicy& policy) {
   auto strand = asio::make_strand(job->awaitable()->handler.executor);
   // Everything from here on happens on the strand: the bridge's emits, the co_spawn that binds
   // the signal's slot, the coroutine and its completion never race.
@@ -33,10 +33,11 @@ void launch_awaitable(const std::shared_ptr<Job>& job, JobSource& source, const 
     // A cancellation reaches the coroutine as a terminal Asio cancellation, emitted on the
     // strand (a cancellation_signal is not thread-safe). If the job is cancelled already, this
     // posts the emit at once; it runs after this function, once the slot is bound below.
-    run.bridge = run.ctx->token().on_cancel([weak = std::weak_ptr<Job>{job}, strand]() noexcept {
-      asio::post(strand, [weak] {
-        const std::shared_ptr<Job> j = weak.lock();
-        if (j && !j->awaitable()->done) j->awaitable()->signal.emit(asio::cancellation_type::terminal);
+    // The callback holds no reference (the job owns the registration, reset before the job
+    // can go); whoever cancels holds one, so the emit it posts may take one of its own.
+    run.bridge = run.ctx->token().on_cancel([j = job.get(), strand]() noexcept {
+      asio::post(strand, [ref = JobRef{j}] {
+        if (!ref->awaitable()->done) ref->awaitable()->signal.emit(asio::cancellation_type::terminal);
       });
     });
     auto completion = [job, &source](std::exception_ptr error) mutable {

@@ -19,6 +19,7 @@
 namespace sandglass::detail {
 
 struct Job;
+class JobRef;
 class JobSource;
 
 // The part of a job that only awaitable jobs have (allocated with the job when submitted).
@@ -35,6 +36,6 @@ struct AwaitableRun {
 // Starts `job` (running, with a run slot, `job->awaitable` set) on a strand of its executor and
 // returns at once. When the coroutine has finished, on that strand, the outcome goes to
 // `source.finish_detached`. `policy` must outlive the job.
-void launch_awaitable(const std::shared_ptr<Job>& job, JobSource& source, const BudgetPolicy& policy);
+void launch_awaitable(const JobRef& job, JobSource& source, const BudgetPolicy& policy);
 
 }  // namespace sandglass::detail

@@ -2,33 +2,76 @@
 
 #include "workers/awaitable_runner.hpp"
 #include "workers/callback_scope.hpp"
+#include "workers/job_pool.hpp"
 
 #include <thread>
 
 namespace sandglass::detail {
 
-Job::~Job() { delete waiters_.load(std::memory_order_acquire); }
+static_assert(alignof(Job) <= alignof(std::max_align_t), "pool blocks are aligned for max_align_t");
+
+static_assert(sizeof(JobWithCallback) == sizeof(Job) + sizeof(OutcomeCallback),
+              "the callback sits right after the record");
+
+JobRef Job::make(OutcomeCallback&& on_outcome) {
+  if (!on_outcome) return JobRef::adopt(::new (JobPool::allocate(JobPool::Size::plain)) Job);
+  // std::function's move constructor does not throw; the block is the pool's.
+  void* block = JobPool::allocate(JobPool::Size::with_callback);
+  return JobRef::adopt(::new (block) JobWithCallback{std::move(on_outcome)});
+}
+
+void Job::destroy(CancelState& state) noexcept {
+  Job* const job = static_cast<Job*>(&state);
+  if (job->has_callback_) {
+    auto* const with = static_cast<JobWithCallback*>(job);
+    with->~JobWithCallback();
+    JobPool::deallocate(with, JobPool::Size::with_callback);
+  } else {
+    job->~Job();
+    JobPool::deallocate(job, JobPool::Size::plain);
+  }
+}
+
+Job::~Job() { delete extras_.load(std::memory_order_acquire); }
+
+Job::Extras& Job::extras() {
+  Extras* existing = extras_.load(std::memory_order_seq_cst);
+  if (existing != nullptr) return *existing;
+  auto fresh = std::make_unique<Extras>();
+  // Seq_cst: a waiter's installation comes before its read of done_ (see Extras::waiters).
+  if (extras_.compare_exchange_strong(existing, fresh.get(), std::memory_order_seq_cst)) {
+    return *fresh.release();
+  }
+  return *existing;  // another thread was first
+}
 
 void Job::publish(Outcome&& outcome, bool kept) {
   // Read while unfinished (see `origin`); the runtime itself outlives this call.
   RuntimeCore* const runtime = core();
   handler = nullptr;     // release what the handler captured as soon as the job is over
+  // Made at submit, if at all; a waiter may make them meanwhile (then with no part of submit's).
+  Extras* extras = extras_if_made();
   // The parent may outlive the runtime; blocks while its callback runs.
-  if (cold_parts) cold_parts->parent_link.reset();
+  if (extras != nullptr) extras->parent_link.reset();
   // Without a reader the callback gets the caller's outcome as it is.
-  if (kept) outcome_ = std::make_unique<Outcome>(std::move(outcome));
+  if (kept) {
+    if (extras == nullptr) extras = &this->extras();
+    extras->outcome.emplace(std::move(outcome));
+  }
   // Also the release that publishes the outcome to whoever acquires done_.
   done_.store(true, std::memory_order_seq_cst);
-  if (Waiters* w = waiters_.load(std::memory_order_seq_cst)) {
-    { std::lock_guard lock{w->mu}; }  // a waiter between its check and its sleep holds mu
-    w->published.notify_all();
+  if (Extras* e = extras_.load(std::memory_order_seq_cst)) {
+    if (Waiters* w = e->waiters.load(std::memory_order_seq_cst)) {
+      { std::lock_guard lock{w->mu}; }  // a waiter between its check and its sleep holds mu
+      w->published.notify_all();
+    }
   }
   // Pairs with the seq_cst increment in pin_core(). Pins last a few instructions.
   while (pins_.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
-  if (on_outcome) {
-    OutcomeCallback callback = std::move(on_outcome);
+  if (OutcomeCallback* const own = on_outcome(); own != nullptr && *own) {
+    OutcomeCallback callback = std::move(*own);
     const CallbackScope scope{runtime};
-    callback(kept ? published_outcome() : outcome);
+    callback(kept ? *extras->outcome : outcome);
   }
 }
 
@@ -48,10 +91,11 @@ RuntimeCore* Job::pin_core() noexcept {
 void Job::unpin_core() noexcept { pins_.fetch_sub(1, std::memory_order_release); }
 
 Job::Waiters& Job::waiters() {
-  Waiters* existing = waiters_.load(std::memory_order_seq_cst);
+  std::atomic<Waiters*>& slot = extras().waiters;
+  Waiters* existing = slot.load(std::memory_order_seq_cst);
   if (existing != nullptr) return *existing;
   auto fresh = std::make_unique<Waiters>();
-  if (waiters_.compare_exchange_strong(existing, fresh.get(), std::memory_order_seq_cst)) {
+  if (slot.compare_exchange_strong(existing, fresh.get(), std::memory_order_seq_cst)) {
     return *fresh.release();
   }
   return *existing;  // another waiter was first

@@ -3,9 +3,19 @@
 //
 // Layout matters for the hand-off: a job is made on the submitting thread in memory that a
 // worker freed last, so every cache line written when it is made has to travel between cores.
-// What submit writes comes first, in as few lines as possible; the cancellation state, the
-// outcome and the waiters' mutex are made only when the job ends or is waited for; the
-// cancellation state is two words until someone registers a callback.
+// What submit writes comes first, in as few lines as possible; what only some jobs have (an
+// idempotency key, a parent, an awaitable run, a published outcome a handle may read, waiters)
+// is behind one pointer, made by the first of them; the cancellation state is two words until
+// someone registers a callback. 248 bytes, one 256-byte malloc chunk
+// (tests/workers/job_pool_test.cpp). A job with an outcome callback is a `JobWithCallback`: the
+// callback right after the record, in a block of the pool's second size, so that a job without
+// one carries no room for it and a job with one needs no second allocation.
+//
+// Lifetime: an intrusive reference count, the one inside the job's cancellation state (the
+// record derives from it), held by `JobRef`s (the runtime's while the job is queued or
+// running, a worker's, the timer's for a moment), `JobHandle`s and the job's cancel tokens
+// (`token()`: a token may outlive the job's outcome, and keeps the record until it goes). The
+// last reference returns the record to the pool (job_pool.hpp).
 //
 // Thread safety: fields marked "guarded by the runtime" are read and written only under the
 // runtime's mutex. The outcome is published once (`publish`) and then read by any thread.
@@ -27,6 +37,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace sandglass::detail {
 
@@ -41,22 +52,42 @@ struct alignas(64) JobOrigin {
   RuntimeCore* const core;
 };
 
-struct Job : QueueItem {
+class JobRef;
+
+struct Job : QueueItem, CancelState {
   enum class Phase : std::uint8_t { pending, queued, running, finished };
 
-  // User-provided, so that making a job does not zero-fill all of it first.
-  Job() noexcept {}
+  // A fresh record from the pool, holding one reference (the returned one); with
+  // `on_outcome` in its tail if that is not empty.
+  static JobRef make(OutcomeCallback&& on_outcome);
+
   Job(const Job&) = delete;
   Job& operator=(const Job&) = delete;
-  ~Job();
 
-  // What only some jobs have, made for the first of them (cold()): a queued job without them
-  // carries one pointer instead.
-  struct Cold {
+  // For threads that block on the outcome; made by the first of them.
+  struct Waiters {
+    std::mutex mu;
+    std::condition_variable published;
+  };
+  // What only some jobs have, made by the first that needs it (extras()): a job without any
+  // carries one null pointer instead. The parts set at submit are written before the job is
+  // visible to other threads; `waiters` and `outcome` are made later, see publish().
+  struct Extras {
+    Extras() noexcept = default;
+    Extras(const Extras&) = delete;
+    Extras& operator=(const Extras&) = delete;
+    ~Extras() { delete waiters.load(std::memory_order_acquire); }
+
     // An awaitable job's (then `handler` is empty; see awaitable_runner.hpp).
     std::unique_ptr<AwaitableRun> awaitable;
     std::string idempotency_key;
     CancelRegistration parent_link;  // reset when the outcome is published
+    // A waiter installs `waiters` and then reads done_; publish sets done_ and then reads
+    // `waiters` (all seq_cst), so at least one of them sees the other.
+    std::atomic<Waiters*> waiters{nullptr};
+    // Made when the outcome is published, and only if a handle may read it. Written before
+    // done_ is set, never after.
+    std::optional<Outcome> outcome;
   };
 
   // --- Written when the job is made.
@@ -77,6 +108,10 @@ struct Job : QueueItem {
   bool overrun_reported = false;       // guarded by the runtime: on_overrun was told of it
   std::atomic<bool> done_{false};      // the outcome is published
   std::atomic<bool> started_{false};   // the handler was handed to a worker (for observers)
+ private:
+  bool has_callback_ = false;          // this is a JobWithCallback
+
+ public:
   std::uint32_t worker;                // its run slot (a blocking job's: its worker's index)
 
  private:
@@ -87,30 +122,32 @@ struct Job : QueueItem {
   std::atomic<std::uint32_t> pins_{0};
 
  public:
-  // The runtime's own reference while the job is queued or running: lets the queue and the
-  // running set link it by address, and the timer take a reference to what it cancels.
-  std::shared_ptr<Job> self;
   // The kind, held by the runtime (its table of kinds), which outlives the job's every read of
   // it: each happens before its outcome is out.
   const std::string* kind_name = nullptr;
   std::string_view kind() const noexcept { return *kind_name; }
-  std::unique_ptr<Cold> cold_parts;  // see Cold; made by cold(); here, before `handler`
-                                     // (16-byte aligned), so that no padding is left
-  JobHandler handler;
-  OutcomeCallback on_outcome;
-  Cold& cold() {
-    if (!cold_parts) cold_parts = std::make_unique<Cold>();
-    return *cold_parts;
-  }
+
+ private:
+  std::atomic<Extras*> extras_{nullptr};  // see Extras and extras()
+
+ public:
+  JobHandler handler;  // last: its tail padding (none with 8-byte alignment) ends the record
+  // Made by the first caller, on any thread (compare-and-swap); never replaced.
+  Extras& extras();
+  // Null if nothing made it yet. Acquire: pairs with the exchange in extras().
+  Extras* extras_if_made() const noexcept { return extras_.load(std::memory_order_acquire); }
   AwaitableRun* awaitable() const noexcept {
-    return cold_parts ? cold_parts->awaitable.get() : nullptr;
+    const Extras* e = extras_if_made();
+    return e != nullptr ? e->awaitable.get() : nullptr;
   }
   std::string_view idempotency_key() const noexcept {
-    return cold_parts ? std::string_view{cold_parts->idempotency_key} : std::string_view{};
+    const Extras* e = extras_if_made();
+    return e != nullptr ? std::string_view{e->idempotency_key} : std::string_view{};
   }
 
-  // Trivially set up (two words); only a registration allocates (see cancel.hpp).
-  CancelState& cancel_state() noexcept { return cancel_state_; }
+  // Trivially set up (two words, with the record's reference count); only a registration
+  // allocates (see cancel.hpp).
+  CancelState& cancel_state() noexcept { return *this; }
   // Cancels a started job. True for the first cancellation before the handler returned.
   bool cancel(CancelCause cause) noexcept { return cancel_state().cancel(cause); }
   // Records the cause only (see CancelState::signal); the caller runs the callbacks later.
@@ -118,7 +155,13 @@ struct Job : QueueItem {
   // Called when the handler has returned: no cancellation is accepted from here on. Returns
   // the cause of one accepted before.
   CancelCause close_cancel() noexcept { return cancel_state().close(); }
-  CancelToken token() { return CancelAccess::token({self, &cancel_state()}); }  // while running
+  // A token that holds a reference to the record. Call it while a reference is held.
+  CancelToken token() noexcept {
+    add_ref();
+    return CancelAccess::token(CancelStateRef::adopt(this, &destroy));
+  }
+  // The last reference went: ends the record and returns it to the pool.
+  static void destroy(CancelState& state) noexcept;
 
   // Stores the outcome (unless `kept` is false: nobody can read it any more, as no handle
   // refers to the job), wakes waiters, then runs `on_outcome`. Call exactly once, holding no
@@ -140,22 +183,69 @@ struct Job : QueueItem {
   std::optional<Outcome> outcome() const;
 
  private:
-  // For threads that block on the outcome; made by the first of them.
-  struct Waiters {
-    std::mutex mu;
-    std::condition_variable published;
-  };
-  Waiters& waiters();
-  const Outcome& published_outcome() const noexcept { return *outcome_; }
+  friend struct JobWithCallback;
+  // User-provided, so that making a job does not zero-fill all of it first (make()).
+  Job() noexcept {}
+  ~Job();
+  // The callback in the tail, or null.
+  OutcomeCallback* on_outcome() noexcept;
 
-  // Publication: the outcome is constructed, then done_ is set, and it never changes after.
-  // A waiter installs waiters_ and then reads done_; publish sets done_ and then reads
-  // waiters_ (all seq_cst), so at least one of them sees the other.
-  std::atomic<Waiters*> waiters_{nullptr};
-  CancelState cancel_state_;
-  // Made when the outcome is published, and only if a handle may read it: a queued job does
-  // not carry room for its outcome. Written before done_ is set, never after.
-  std::unique_ptr<Outcome> outcome_;
+  Waiters& waiters();
+  // Once done() (and only for a job whose outcome was kept).
+  const Outcome& published_outcome() const noexcept { return *extras_if_made()->outcome; }
+
+};
+
+// A job with an outcome callback: the record and, right after it, the callback (run once by
+// publish()). Made and destroyed only by Job::make and Job::destroy.
+struct JobWithCallback : Job {
+  explicit JobWithCallback(OutcomeCallback&& callback) noexcept : on_outcome{std::move(callback)} {
+    has_callback_ = true;
+  }
+  OutcomeCallback on_outcome;
+};
+
+inline OutcomeCallback* Job::on_outcome() noexcept {
+  return has_callback_ ? &static_cast<JobWithCallback*>(this)->on_outcome : nullptr;
+}
+
+// A counted reference to a job (see Job's lifetime above). Copying takes a reference, moving
+// passes one on.
+class JobRef {
+ public:
+  JobRef() noexcept = default;
+  // Takes a new reference to `job` (which someone holds one to already).
+  explicit JobRef(Job* job) noexcept : job_{job} {
+    if (job_ != nullptr) job_->add_ref();
+  }
+  // Takes over a reference the caller holds.
+  static JobRef adopt(Job* job) noexcept {
+    JobRef r;
+    r.job_ = job;
+    return r;
+  }
+  JobRef(const JobRef& other) noexcept : JobRef{other.job_} {}
+  JobRef(JobRef&& other) noexcept : job_{std::exchange(other.job_, nullptr)} {}
+  JobRef& operator=(JobRef other) noexcept {
+    std::swap(job_, other.job_);
+    return *this;
+  }
+  ~JobRef() { reset(); }
+
+  void reset() noexcept {
+    if (Job* j = std::exchange(job_, nullptr); j != nullptr && j->drop_ref()) Job::destroy(*j);
+  }
+  // Gives the reference up without dropping it (the caller now holds it: see adopt()).
+  Job* release() noexcept { return std::exchange(job_, nullptr); }
+  Job* get() const noexcept { return job_; }
+  Job* operator->() const noexcept { return job_; }
+  Job& operator*() const noexcept { return *job_; }
+  explicit operator bool() const noexcept { return job_ != nullptr; }
+  // References to the job: this one, the runtime's, handles', tokens'.
+  std::uint32_t use_count() const noexcept { return job_ != nullptr ? job_->use_count() : 0; }
+
+ private:
+  Job* job_ = nullptr;
 };
 
 }  // namespace sandglass::detail

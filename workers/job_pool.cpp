@@ -13,30 +13,29 @@ struct FreeBlock {
   FreeBlock* next_batch;  // the first block of a batch: the batch below it in the shared stack
 };
 
-// The control block of allocate_shared<Job> and the record: libstdc++ puts a vtable pointer
-// and two 32-bit counts before the record, and every byte more is a byte per queued job
-// (malloc rounds a block up to 16k + 8 usable bytes). A standard library that needs more gets
-// operator new instead (JobAllocator checks); tests/workers/job_pool_test.cpp says whether
-// this one does.
-constexpr std::size_t kBlockBytes = sizeof(Job) + 2 * sizeof(void*);
+// The record, and not a byte more: every byte is a byte per queued job (malloc rounds a block up
+// to 16k + 8 usable bytes). The second size holds an outcome callback after the record.
+constexpr std::size_t kBlockBytes[2] = {sizeof(Job), sizeof(JobWithCallback)};
 // Blocks per batch: a thread that frees this many more than it makes hands them over.
 constexpr std::size_t kBatch = 256;
 
-// Batches of kBatch blocks. Taken once per kBatch records, so the lock is nowhere near the
-// per-job path; a batch is popped whole, so one thread never takes more than it needs.
-constinit std::mutex g_mu;
-constinit FreeBlock* g_batches = nullptr;  // guarded by g_mu
+std::size_t index_of(JobPool::Size size) noexcept { return static_cast<std::size_t>(size); }
 
-void push_batch(FreeBlock* head) noexcept {
+// Batches of kBatch blocks of one size. Taken once per kBatch records, so the lock is nowhere
+// near the per-job path; a batch is popped whole, so one thread never takes more than it needs.
+constinit std::mutex g_mu;
+constinit FreeBlock* g_batches[2] = {nullptr, nullptr};  // guarded by g_mu
+
+void push_batch(std::size_t size, FreeBlock* head) noexcept {
   std::lock_guard lock{g_mu};
-  head->next_batch = g_batches;
-  g_batches = head;
+  head->next_batch = g_batches[size];
+  g_batches[size] = head;
 }
 
-FreeBlock* pop_batch() noexcept {
+FreeBlock* pop_batch(std::size_t size) noexcept {
   std::lock_guard lock{g_mu};
-  FreeBlock* batch = g_batches;
-  if (batch != nullptr) g_batches = batch->next_batch;
+  FreeBlock* batch = g_batches[size];
+  if (batch != nullptr) g_batches[size] = batch->next_batch;
   return batch;
 }
 
@@ -48,11 +47,16 @@ void free_chain(FreeBlock* head) noexcept {
   }
 }
 
-// A thread's blocks: the batch it takes from, and the one it fills with what it frees.
-struct Cache {
+// A thread's blocks of one size: the batch it takes from, and the one it fills with what it
+// frees.
+struct SizeCache {
   FreeBlock* take = nullptr;
   FreeBlock* fill = nullptr;
   std::size_t filled = 0;
+};
+
+struct Cache {
+  SizeCache sizes[2];
   ~Cache();
 };
 
@@ -64,16 +68,19 @@ thread_local Cache t_cache;
 constinit thread_local bool t_cache_gone = false;
 
 Cache::~Cache() {
-  if (fill != nullptr) push_batch(fill);
-  if (take != nullptr) push_batch(take);
-  take = fill = nullptr;
-  filled = 0;
+  for (std::size_t size = 0; size < 2; ++size) {
+    SizeCache& c = sizes[size];
+    if (c.fill != nullptr) push_batch(size, c.fill);
+    if (c.take != nullptr) push_batch(size, c.take);
+    c.take = c.fill = nullptr;
+    c.filled = 0;
+  }
   t_cache_gone = true;
 }
 
 }  // namespace
 
-std::size_t JobPool::block_bytes() noexcept { return kBlockBytes; }
+std::size_t JobPool::block_bytes(Size size) noexcept { return kBlockBytes[index_of(size)]; }
 
 // Under AddressSanitizer records go straight to operator new and delete, so that a use of a
 // job after its last reference is reported, not hidden by a recycled block.
@@ -88,49 +95,56 @@ constexpr bool kPooled = false;
 constexpr bool kPooled = true;
 #endif
 
-void* JobPool::allocate() {
-  if (!kPooled || t_cache_gone) return ::operator new(kBlockBytes);
-  Cache& cache = t_cache;
+void* JobPool::allocate(Size which) {
+  const std::size_t size = index_of(which);
+  if (!kPooled || t_cache_gone) return ::operator new(kBlockBytes[size]);
+  SizeCache& cache = t_cache.sizes[size];
   if (cache.take == nullptr) {
     if (cache.fill != nullptr) {  // its own frees first
       cache.take = cache.fill;
       cache.fill = nullptr;
       cache.filled = 0;
     } else {
-      cache.take = pop_batch();
+      cache.take = pop_batch(size);
     }
   }
   if (FreeBlock* b = cache.take) {
     cache.take = b->next;
     return b;
   }
-  return ::operator new(kBlockBytes);  // aligned for max_align_t
+  return ::operator new(kBlockBytes[size]);  // aligned for max_align_t
 }
 
-void JobPool::deallocate(void* block) noexcept {
+void JobPool::deallocate(void* block, Size which) noexcept {
+  const std::size_t size = index_of(which);
   if (!kPooled || t_cache_gone) {
     ::operator delete(block);
     return;
   }
-  Cache& cache = t_cache;
+  SizeCache& cache = t_cache.sizes[size];
   auto* b = static_cast<FreeBlock*>(block);
   b->next = cache.fill;
   cache.fill = b;
   if (++cache.filled == kBatch) {
-    push_batch(cache.fill);
+    push_batch(size, cache.fill);
     cache.fill = nullptr;
     cache.filled = 0;
   }
 }
 
 void JobPool::release_unused() noexcept {
-  for (FreeBlock* batch = pop_batch(); batch != nullptr; batch = pop_batch()) free_chain(batch);
-  if (t_cache_gone) return;  // its blocks were in the shared stack: freed above
-  Cache& cache = t_cache;
-  free_chain(cache.take);
-  free_chain(cache.fill);
-  cache.take = cache.fill = nullptr;
-  cache.filled = 0;
+  for (std::size_t size = 0; size < 2; ++size) {
+    for (FreeBlock* batch = pop_batch(size); batch != nullptr; batch = pop_batch(size)) {
+      free_chain(batch);
+    }
+  }
+  if (t_cache_gone) return;  // its blocks were in the shared stacks: freed above
+  for (SizeCache& cache : t_cache.sizes) {
+    free_chain(cache.take);
+    free_chain(cache.fill);
+    cache.take = cache.fill = nullptr;
+    cache.filled = 0;
+  }
 }
 
 }  // namespace sandglass::detail

@@ -28,7 +28,7 @@ class JobSource {
   virtual Job* next_job(std::size_t worker, Job* finished, Outcome&& outcome) noexcept = 0;
   // Records and publishes the outcome of a job that ran without a worker thread (an awaitable
   // one), on whichever thread it ended; frees its run slot.
-  virtual void finish_detached(std::shared_ptr<Job> job, Outcome&& outcome) noexcept = 0;
+  virtual void finish_detached(JobRef job, Outcome&& outcome) noexcept = 0;
 };
 
 class WorkerPool {

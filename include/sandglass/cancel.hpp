@@ -19,7 +19,10 @@
 //
 // Built on `std::stop_source` / `std::stop_callback`. A state that nobody registers a callback
 // with is two words, set up without a lock or an allocation: the stop_source and the parent
-// link are made on the first registration.
+// link are made on the first registration. Sources and tokens share the state through an
+// intrusive reference count inside it (no separate control block); a state that is part of a
+// larger object (a runtime's job record) keeps that object alive, so a token may outlive the
+// job it came from and still answers `cancelled()` and `cause()`.
 //
 // Thread safety: `CancelSource`, `CancelToken`: distinct objects: safe. Shared objects: safe;
 // every member function may be called concurrently. `CancelRegistration`: unsafe when shared.
@@ -54,6 +57,8 @@ template <typename F>
 concept CancelCallback = std::is_nothrow_invocable_v<std::decay_t<F>&>;
 
 namespace detail {
+
+class CancelStateRef;
 
 // Shared by a source and its tokens.
 class CancelState {
@@ -94,7 +99,15 @@ class CancelState {
   std::optional<std::stop_token> stop_token_for_callback();
 
   // Makes a cancellation of `parent` cancel this state with cause `upstream`.
-  void link_to(const std::shared_ptr<CancelState>& parent);
+  void link_to(const CancelStateRef& parent);
+
+  // The intrusive reference count (see CancelStateRef). A state starts with one reference,
+  // its maker's. add_ref is relaxed (a new reference is made from one already held);
+  // drop_ref is acq_rel, so that whoever drops the last one sees every write made through the
+  // others before it frees the state. True when the last reference went.
+  void add_ref() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
+  bool drop_ref() noexcept { return refs_.fetch_sub(1, std::memory_order_acq_rel) == 1; }
+  std::uint32_t use_count() const noexcept { return refs_.load(std::memory_order_relaxed); }
 
  private:
   struct Forward {
@@ -107,17 +120,54 @@ class CancelState {
     return word == kClosed ? CancelCause::none : static_cast<CancelCause>(word);
   }
 
-  // What only a state with callbacks or a parent needs.
-  struct Callbacks {
-    std::stop_source stop;
-    std::shared_ptr<CancelState> parent;  // kept alive while linked
-    std::optional<std::stop_callback<Forward>> parent_link;  // last: deregisters first
-  };
+  // What only a state with callbacks or a parent needs (defined in cancel.cpp).
+  struct Callbacks;
   // Made by the first caller that needs it; never replaced (see stop_token_for_callback).
   Callbacks& callbacks();
 
   std::atomic<std::uint8_t> word_{static_cast<std::uint8_t>(CancelCause::none)};
+  std::atomic<std::uint32_t> refs_{1};  // beside word_: no padding
   std::atomic<Callbacks*> callbacks_{nullptr};
+};
+
+// A counted reference to a CancelState: what sources, tokens and a child's parent link hold.
+// `destroy` frees the state, or the object the state is part of, when the last reference
+// goes; it travels with the reference, so that the state needs no room for it.
+class CancelStateRef {
+ public:
+  using Destroy = void (*)(CancelState&) noexcept;
+
+  CancelStateRef() noexcept = default;
+  // Takes over one reference to `state` that the caller holds.
+  static CancelStateRef adopt(CancelState* state, Destroy destroy) noexcept {
+    CancelStateRef r;
+    r.state_ = state;
+    r.destroy_ = destroy;
+    return r;
+  }
+  CancelStateRef(const CancelStateRef& other) noexcept
+      : state_{other.state_}, destroy_{other.destroy_} {
+    if (state_ != nullptr) state_->add_ref();
+  }
+  CancelStateRef(CancelStateRef&& other) noexcept
+      : state_{std::exchange(other.state_, nullptr)}, destroy_{other.destroy_} {}
+  CancelStateRef& operator=(CancelStateRef other) noexcept {
+    std::swap(state_, other.state_);
+    std::swap(destroy_, other.destroy_);
+    return *this;
+  }
+  ~CancelStateRef() { reset(); }
+
+  void reset() noexcept {
+    if (CancelState* s = std::exchange(state_, nullptr); s != nullptr && s->drop_ref()) destroy_(*s);
+  }
+  CancelState* get() const noexcept { return state_; }
+  CancelState* operator->() const noexcept { return state_; }
+  explicit operator bool() const noexcept { return state_ != nullptr; }
+
+ private:
+  CancelState* state_ = nullptr;
+  Destroy destroy_ = nullptr;
 };
 
 }  // namespace detail
@@ -154,7 +204,7 @@ class CancelToken {
   bool cancelled() const noexcept { return state_ && state_->cause() != CancelCause::none; }
   CancelCause cause() const noexcept { return state_ ? state_->cause() : CancelCause::none; }
   // False for a default-constructed token.
-  bool can_be_cancelled() const noexcept { return state_ != nullptr; }
+  bool can_be_cancelled() const noexcept { return static_cast<bool>(state_); }
 
   // Registers `callback` to run once on cancellation (at once if already cancelled).
   template <CancelCallback F>
@@ -172,10 +222,9 @@ class CancelToken {
  private:
   friend class CancelSource;
   friend struct CancelAccess;
-  explicit CancelToken(std::shared_ptr<detail::CancelState> state) noexcept
-      : state_{std::move(state)} {}
+  explicit CancelToken(detail::CancelStateRef state) noexcept : state_{std::move(state)} {}
 
-  std::shared_ptr<detail::CancelState> state_;
+  detail::CancelStateRef state_;
 };
 
 class CancelSource {
@@ -195,24 +244,23 @@ class CancelSource {
 
  private:
   friend struct CancelAccess;
-  explicit CancelSource(std::shared_ptr<detail::CancelState> state) noexcept
-      : state_{std::move(state)} {}
+  explicit CancelSource(detail::CancelStateRef state) noexcept : state_{std::move(state)} {}
 
-  std::shared_ptr<detail::CancelState> state_;
+  detail::CancelStateRef state_;
 };
 
 // For code of this library that embeds a `CancelState` in a larger object (one allocation per
-// job): builds sources and tokens around an existing state.
+// job): builds sources and tokens around an existing state. `state` is the token's state (not a
+// reference of its own; null for a token that is never cancelled).
 struct CancelAccess {
-  static CancelSource source(std::shared_ptr<detail::CancelState> state) noexcept {
+  static CancelSource source(detail::CancelStateRef state) noexcept {
     return CancelSource{std::move(state)};
   }
-  static CancelToken token(std::shared_ptr<detail::CancelState> state) noexcept {
+  static CancelToken token(detail::CancelStateRef state) noexcept {
     return CancelToken{std::move(state)};
   }
-  static const std::shared_ptr<detail::CancelState>& state(const CancelToken& token) noexcept {
-    return token.state_;
-  }
+  static detail::CancelState* state(const CancelToken& token) noexcept { return token.state_.get(); }
+  static const detail::CancelStateRef& ref(const CancelToken& token) noexcept { return token.state_; }
 };
 
 }  // namespace sandglass

@@ -40,14 +40,19 @@
 //
 // The in-order run: jobs usually arrive in deadline order (one budget per class, or budgets
 // that grow with time). An item of no group whose deadline is at or after every queued item of
-// its class, and whose latest useful start is at or after that of the run's last item, is
-// appended to its class's run, a linked list, instead of the tree: admitting it (it overtakes
+// its class, and whose latest useful start is at most kRunDisorder (50 µs) before that of
+// any item in the run (a tail estimate that moved between two submits), is appended to its
+// class's run, a linked list, instead of the tree; `expire` and `next_drop_time` look at the
+// run's items within that disorder of its head: admitting it (it overtakes
 // nobody, so the work ahead is the class's whole sum and no promise can break), linking it and
-// popping it are O(1). A newcomer that would overtake part of the run first moves that part,
-// the run's tail, into the tree (each item at most once, O(log n) each), so the prediction
-// stays the exact EDF order; `remove` and `expire` take an item out of the run in O(1). The
-// rest of the run stays a run: every item it holds is before the newcomer, and so before
-// every tree item the newcomer overtakes.
+// popping it are O(1). A newcomer that overtakes at most kRunWalkBack (8) items at the run's
+// end, and none in the tree, joins the run among them if the drop times stay that near order
+// (concurrent submitters reorder a few jobs): its work ahead and the promises of the items it
+// overtakes are read by walking those few, O(8). Any other newcomer that would overtake part
+// of the run first moves that part, the run's tail, into the tree (each item at most once,
+// O(log n) each), so the prediction stays the exact EDF order; `remove` and `expire` take an
+// item out of the run in O(1). The rest of the run stays a run: every item it holds is
+// before the newcomer, and so before every tree item the newcomer overtakes.
 //
 // Latest useful start: with `drop_if_cannot_finish`, `expire` (the timer) and `pop` remove an
 // item once less time is left than its estimate (too_late_to_start); `next_drop_time` says
@@ -289,6 +294,12 @@ class DeadlineQueue {
     QueueItem* tail = nullptr;
     std::size_t size = 0;
     std::int64_t sum = 0;  // their work, ns
+    // Drop times are nearly in order: an item's is at most `disorder` (≤ kRunDisorder) before
+    // that of any item ahead of it, so `expire` and `next_drop_time` look at the items within
+    // `disorder` of the head's only. `max_drop` bounds every drop time in the run from above.
+    // Both reset when the run empties.
+    Duration disorder{};
+    TimePoint max_drop = TimePoint::min();
   };
   struct Class {
     Tree items;
@@ -317,6 +328,24 @@ class DeadlineQueue {
   void tree_insert(Class& c, QueueItem& item);
   void tree_erase(Class& c, QueueItem& item) noexcept;
   void run_push(Class& c, QueueItem& item) noexcept;
+  static constexpr std::size_t kRunWalkBack = 8;
+  // The most a run item's drop time may be before one ahead of it (an estimate that moved
+  // between two submits); more, and the newcomer goes to the tree.
+  static constexpr Duration kRunDisorder = std::chrono::microseconds{50};
+  // When `expire` removes `item` (once its estimate is known).
+  TimePoint drop_time(const QueueItem& item) const noexcept {
+    return options_.drop_if_cannot_finish
+               ? saturating_add(item.deadline.time_point(), -item.estimate)
+               : item.deadline.time_point();
+  }
+  // Where `item` (drop time `drop_at`, ordered as `key`) may join its class's run: true with
+  // `after` the run item it follows (nullptr: the head) and the run's `disorder` with it, when
+  // it is of no group, no tree item comes after it, at most kRunWalkBack run items do, and the
+  // drop times stay within kRunDisorder of order.
+  static bool run_place(const Class& c, const QueueItem& item, const QueueItem& key,
+                        TimePoint drop_at, QueueItem*& after, Duration& disorder) noexcept;
+  // Links `item` into the run after `after` (nullptr: at the head); `disorder` from run_place.
+  void run_insert_after(Class& c, QueueItem* after, QueueItem& item, Duration disorder) noexcept;
   void run_erase(Class& c, QueueItem& item) noexcept;
   void flush_run(Class& c);  // moves the run into the tree
   static QueueItem* class_front(Class& c) noexcept;

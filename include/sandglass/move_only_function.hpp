@@ -7,9 +7,10 @@
 //   fn(7);
 //   auto other = std::move(fn);     // `fn` is empty from here on
 //
-// - Small-buffer: a callable of at most `kInlineSize` bytes, at most max_align_t's alignment,
-//   with a noexcept move constructor lives inside the object; any other is held on the heap
-//   (one allocation, at construction).
+// - Small-buffer: a callable of at most `kInlineSize` bytes, at most a pointer's alignment,
+//   with a noexcept move constructor lives inside the object; any other (an over-aligned one
+//   too) is held on the heap (one allocation, at construction). The object is five pointers,
+//   without padding: the runtime's job record holds one.
 // - Moving a MoveOnlyFunction never throws and never allocates; the source is left empty.
 // - Empty: default-constructed, from nullptr, from a null function pointer, a null member
 //   pointer, an empty std::function or an empty MoveOnlyFunction, and after it was moved from.
@@ -134,7 +135,7 @@ class MoveOnlyFunction<R(Args...)> {
 
  private:
   union Storage {
-    alignas(std::max_align_t) unsigned char buffer[kInlineSize];
+    alignas(void*) unsigned char buffer[kInlineSize];
     void* heap;
   };
 
@@ -147,7 +148,7 @@ class MoveOnlyFunction<R(Args...)> {
 
   template <typename D>
   static constexpr bool kStoredInline = sizeof(D) <= kInlineSize &&
-                                        alignof(D) <= alignof(std::max_align_t) &&
+                                        alignof(D) <= alignof(void*) &&
                                         std::is_nothrow_move_constructible_v<D>;
 
   template <typename D>

@@ -76,6 +76,7 @@ namespace sandglass {
 
 namespace detail {
 struct Job;
+class JobRef;
 class RuntimeCore;
 }  // namespace detail
 
@@ -147,6 +148,12 @@ struct JobProgress {
 class JobHandle {
  public:
   JobHandle() = default;  // refers to no job
+  // Handles share the job (an intrusive count in its record): copies refer to the same job.
+  JobHandle(const JobHandle& other) noexcept;
+  JobHandle(JobHandle&& other) noexcept : job_{std::exchange(other.job_, nullptr)} {}
+  JobHandle& operator=(const JobHandle& other) noexcept;
+  JobHandle& operator=(JobHandle&& other) noexcept;
+  ~JobHandle();
   explicit operator bool() const noexcept { return job_ != nullptr; }
 
   JobId id() const noexcept;
@@ -172,9 +179,9 @@ class JobHandle {
 
  private:
   friend class detail::RuntimeCore;
-  explicit JobHandle(std::shared_ptr<detail::Job> job) noexcept : job_{std::move(job)} {}
+  explicit JobHandle(detail::JobRef&& job) noexcept;
 
-  std::shared_ptr<detail::Job> job_;
+  detail::Job* job_ = nullptr;  // holds one reference
 };
 
 namespace detail {

@@ -202,4 +202,19 @@ TEST_SUITE("MoveOnlyFunction") {
     REQUIRE(fn);
     CHECK(fn() == 1);
   }
+
+  TEST_CASE("an over-aligned callable is held on the heap and still called, moved and destroyed") {
+    struct alignas(32) Wide {
+      int* calls;
+      int operator()(int n) { return *calls += n; }
+    };
+    int calls = 0;
+    sandglass::MoveOnlyFunction<int(int)> fn{Wide{&calls}};
+    CHECK(fn(2) == 2);
+    auto moved = std::move(fn);
+    CHECK_FALSE(fn);
+    CHECK(moved(3) == 5);
+    // Five pointers and no padding: the inline buffer is pointer-aligned.
+    CHECK(sizeof(moved) == 5 * sizeof(void*));
+  }
 }

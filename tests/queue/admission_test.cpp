@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <deque>
 #include <random>
 #include <set>
@@ -440,5 +441,182 @@ TEST_SUITE("DeadlineQueue admission") {
     CHECK(id_of(q.pop(kNow, dropped)) == 4);
     CHECK(id_of(q.pop(kNow, dropped)) == 2);
     CHECK(dropped.empty());
+  }
+
+  TEST_CASE("newcomers a few items out of deadline order decide, pop and drop as a brute-force EDF "
+            "model, with the promises they would break refused") {
+    // Arrivals as concurrent submitters make them: each deadline a little before or after the
+    // last one, so most overtake a few items at the run's end (they join the run there when the
+    // drop times stay in order, else those items go to the tree). Tight estimates make some
+    // newcomers break a queued item's promise (refused), or miss their own deadline. The model
+    // decides every admission from the EDF order alone.
+    struct Modelled {
+      Item* item;
+      std::uint64_t seq;
+    };
+    auto counted = [](const Item& i) {
+      return std::chrono::nanoseconds{i.work > Duration::zero() ? i.work : i.estimate}.count();
+    };
+    for (std::uint32_t seed : {11u, 12u, 13u, 14u, 15u, 16u}) {
+      CAPTURE(seed);
+      std::mt19937 rng{seed};
+      Items items;
+      constexpr std::int64_t kWorkers = 2;
+      DeadlineQueue q{{.capacity = 4096, .workers = kWorkers}};
+      std::vector<Modelled> model;
+      std::uint64_t seq = 0;
+      std::array<TimePoint, 2> last{kNow + 200ms, kNow + 200ms};
+      auto in = [&](std::uint32_t n) { return std::uniform_int_distribution<std::uint32_t>{0, n - 1}(rng); };
+      auto before = [](const Modelled& a, const Modelled& b) {
+        return std::tie(a.item->priority, a.item->deadline, a.seq) <
+               std::tie(b.item->priority, b.item->deadline, b.seq);
+      };
+      int admitted = 0;
+      int refused_promise = 0;
+      int refused_own = 0;
+      for (int step = 0; step < 3000; ++step) {
+        const std::uint32_t op = in(20);
+        if (op < 17 || model.empty()) {
+          const std::uint32_t cls = in(5) == 0 ? 0 : 1;
+          // Within ±4 ms of the class's latest deadline, which keeps growing.
+          const TimePoint deadline = last[cls] + in(9) * 1ms - 4ms + 1ms * (in(4) == 0 ? 1 : 0);
+          last[cls] = std::max(last[cls], deadline);
+          // About as much work per arrival (÷ 2 workers) as the deadlines grow: the queue
+          // fills up to where newcomers start to miss.
+          const Duration work = (1 + in(60)) * 100us;
+          const Duration estimate = (1 + in(40)) * 1ms;
+          Item& item = items.add(step, static_cast<Priority>(cls), deadline, estimate, work);
+          // The model: work ahead, and the tightest promise among the items it overtakes.
+          std::int64_t ahead = 0;
+          for (const Modelled& m : model) {
+            if (m.item->priority < item.priority ||
+                (m.item->priority == item.priority && m.item->deadline <= item.deadline)) {
+              ahead += counted(*m.item);
+            }
+          }
+          const TimePoint start = kNow + std::chrono::nanoseconds{ahead / kWorkers};
+          const bool own_late = start + item.estimate > item.deadline.time_point();
+          std::int64_t tightest = std::numeric_limits<std::int64_t>::max();
+          for (const Modelled& x : model) {
+            if (x.item->priority != item.priority || x.item->deadline <= item.deadline) continue;
+            std::int64_t before_x = 0;
+            for (const Modelled& m : model) {
+              if (m.item->priority < x.item->priority ||
+                  (m.item->priority == x.item->priority && before(m, x))) {
+                before_x += counted(*m.item);
+              }
+            }
+            const std::int64_t latest = std::chrono::nanoseconds{
+                x.item->deadline.time_point() - x.item->estimate - kNow}.count();
+            tightest = std::min(tightest, latest * kWorkers - before_x);
+          }
+          const bool breaks = tightest != std::numeric_limits<std::int64_t>::max() &&
+                              tightest >= 0 && tightest < counted(item);
+          const Admission a = q.admit(item, kNow);
+          if (own_late || breaks) {
+            CHECK(a.reason == Reason::deadline_implausible);
+            (own_late ? refused_own : refused_promise) += 1;
+          } else {
+            REQUIRE(a.admitted());
+            model.push_back({&item, ++seq});
+            ++admitted;
+          }
+        } else if (op < 18) {
+          const std::size_t victim = in(static_cast<std::uint32_t>(model.size()));
+          CHECK(q.remove(*model[victim].item));
+          model.erase(model.begin() + static_cast<std::ptrdiff_t>(victim));
+        } else {
+          std::vector<DroppedItem> dropped;
+          QueueItem* popped = q.pop(kNow, dropped);
+          const auto first = std::min_element(model.begin(), model.end(), before);
+          CHECK(dropped.empty());
+          CHECK(id_of(popped) == first->item->id);
+          model.erase(first);
+        }
+        REQUIRE(q.size() == model.size());
+      }
+      // Every kind of decision happened.
+      CAPTURE(admitted);
+      CAPTURE(refused_promise);
+      CAPTURE(refused_own);
+      CHECK(admitted > 100);
+      CHECK(refused_promise > 0);
+      CHECK(refused_own > 0);
+      // Late: every item whose latest useful start passed leaves, earliest first.
+      const TimePoint late = last[1] - 100ms;
+      std::set<int> due;
+      for (const Modelled& m : model) {
+        if (m.item->deadline.time_point() - m.item->estimate < late) due.insert(m.item->id);
+      }
+      std::vector<DroppedItem> dropped;
+      q.expire(late, dropped);
+      const std::vector<int> ids = ids_of(dropped);
+      CHECK(std::set<int>(ids.begin(), ids.end()) == due);
+      CHECK(ids.size() == due.size());
+      CHECK(q.size() == model.size() - due.size());
+      // What is left pops in EDF order.
+      std::sort(model.begin(), model.end(), before);
+      for (const Modelled& m : model) {
+        if (due.count(m.item->id) != 0) continue;
+        std::vector<DroppedItem> none;
+        CHECK(id_of(q.pop(late, none)) == m.item->id);
+      }
+    }
+  }
+
+  TEST_CASE("drop times a few microseconds out of order in the in-order run still leave exactly "
+            "at their latest start, and next_drop_time names the earliest") {
+    // A tail estimate that moves between submits: deadlines in order, latest starts (deadline −
+    // estimate) out of order by up to tens of microseconds. A brute-force model says which
+    // items each expire removes and when the next one is due.
+    struct Modelled {
+      Item* item;
+      TimePoint drop;  // its latest start
+    };
+    for (std::uint32_t seed : {21u, 22u, 23u, 24u}) {
+      CAPTURE(seed);
+      std::mt19937 rng{seed};
+      auto in = [&](std::uint32_t n) { return std::uniform_int_distribution<std::uint32_t>{0, n - 1}(rng); };
+      Items items;
+      DeadlineQueue q{{.capacity = 8192, .workers = 2}};
+      std::vector<Modelled> model;
+      TimePoint last = kNow;
+      TimePoint now = kNow;
+      int expired = 0;
+      for (int step = 0; step < 4000; ++step) {
+        if (in(10) < 8) {
+          // In order or a few microseconds early (overtakes a few), estimates jittering by up
+          // to 40 µs, at times 120 (more than the run tolerates: then the tree). Latest
+          // starts about 100 µs ahead of `now`.
+          const Duration estimate = 1ms + (in(8) == 0 ? in(120) : in(40)) * 1us;
+          last = std::max(last + in(4) * 5us, now + 1100us);
+          const TimePoint deadline = last - (in(6) == 0 ? in(30) * 1us : 0us);
+          Item& item = items.add(step, Priority::normal, deadline, estimate, 1us);
+          if (q.admit(item, now).admitted()) model.push_back({&item, deadline - estimate});
+        } else {
+          now += in(60) * 1us;
+          std::vector<DroppedItem> dropped;
+          q.expire(now, dropped);
+          std::set<int> due;
+          for (const Modelled& m : model) {
+            if (m.drop < now) due.insert(m.item->id);
+          }
+          const std::vector<int> ids = ids_of(dropped);
+          CHECK(std::set<int>(ids.begin(), ids.end()) == due);
+          CHECK(ids.size() == due.size());
+          expired += static_cast<int>(due.size());
+          std::erase_if(model, [&](const Modelled& m) { return due.count(m.item->id) != 0; });
+          REQUIRE(q.size() == model.size());
+          if (!model.empty()) {
+            TimePoint earliest = TimePoint::max();
+            for (const Modelled& m : model) earliest = std::min(earliest, m.drop);
+            CHECK(q.next_drop_time() == Deadline::at(earliest + sandglass::Duration{1}));
+          } else {
+            CHECK(q.next_drop_time().is_never());
+          }
+        }
+      }
+      CHECK(expired > 1000);
+    }
   }
 }

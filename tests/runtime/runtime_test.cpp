@@ -7,6 +7,7 @@
 #include <latch>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -582,5 +583,118 @@ TEST_SUITE("Runtime under races") {
         CHECK(outcomes.count(h.id()) == 1);
       }
     }
+  }
+}
+
+TEST_SUITE("Runtime job records") {
+  TEST_CASE("a job's token kept past its outcome and the runtime's end still answers its cause" *
+            doctest::timeout(10)) {
+    sandglass::CancelToken cancelled_token;
+    sandglass::CancelToken shutdown_token;
+    sandglass::CancelToken finished_token;
+    {
+      Runtime rt{{.workers = 2}};
+      std::latch running{2};
+      auto by_caller = rt.submit({.kind = "k", .budget = 10s}, [&](JobContext& ctx) {
+        cancelled_token = ctx.token();
+        running.count_down();
+        while (!ctx.cancelled()) std::this_thread::yield();
+      });
+      auto by_shutdown = rt.submit({.kind = "k", .budget = 10s}, [&](JobContext& ctx) {
+        shutdown_token = ctx.token();
+        running.count_down();
+        while (!ctx.cancelled()) std::this_thread::yield();
+      });
+      running.wait();
+      REQUIRE(by_caller.cancel());
+      CHECK(by_caller.wait().cause == CancelCause::caller);
+      auto finished = rt.submit({.kind = "k", .budget = 10s},
+                                [&](JobContext& ctx) { finished_token = ctx.token(); });
+      CHECK(finished.wait().reason == Reason::ok);
+      rt.shutdown(0ms);
+      CHECK(by_shutdown.wait().cause == CancelCause::shutdown);
+    }  // the runtime and every handle are gone; the tokens hold the records
+    CHECK(cancelled_token.cancelled());
+    CHECK(cancelled_token.cause() == CancelCause::caller);
+    CHECK(shutdown_token.cause() == CancelCause::shutdown);
+    // A job that finished uncancelled accepts no cancellation any more.
+    CHECK_FALSE(finished_token.cancelled());
+    CHECK(finished_token.can_be_cancelled());
+    int calls = 0;
+    const auto at_once = cancelled_token.on_cancel([&]() noexcept { ++calls; });
+    CHECK(calls == 1);  // cancelled already: runs on registration
+    const auto never = finished_token.on_cancel([&]() noexcept { ++calls; });
+    CHECK(calls == 1);
+    // Copies share the record; the last one to go frees it (ASan reports a leak or a double
+    // free otherwise).
+    sandglass::CancelToken copy = cancelled_token;
+    cancelled_token = {};
+    CHECK(copy.cause() == CancelCause::caller);
+  }
+
+  TEST_CASE("a child source of a job's token outlives the job and gets the job's cancellation as "
+            "upstream" * doctest::timeout(10)) {
+    std::optional<sandglass::CancelSource> child;
+    std::optional<sandglass::CancelSource> unlinked_child;
+    {
+      Runtime rt{{.workers = 1}};
+      std::latch linked{1};
+      auto job = rt.submit({.kind = "k", .budget = 10s}, [&](JobContext& ctx) {
+        child.emplace(ctx.token());
+        linked.count_down();
+        while (!ctx.cancelled()) std::this_thread::yield();
+      });
+      linked.wait();
+      CHECK_FALSE(child->cancelled());
+      REQUIRE(job.cancel());
+      CHECK(job.wait().cause == CancelCause::caller);
+      auto done = rt.submit({.kind = "k", .budget = 10s},
+                            [&](JobContext& ctx) { unlinked_child.emplace(ctx.token()); });
+      CHECK(done.wait().reason == Reason::ok);
+    }
+    CHECK(child->cause() == CancelCause::upstream);
+    CHECK_FALSE(unlinked_child->cancelled());
+    CHECK(unlinked_child->cancel(CancelCause::caller));
+    CHECK(unlinked_child->cause() == CancelCause::caller);
+  }
+
+  TEST_CASE("handles copied, moved and dropped on several threads see one outcome per job" *
+            doctest::timeout(30)) {
+    constexpr int kJobs = 2000;
+    constexpr int kThreads = 4;
+    std::vector<std::vector<sandglass::JobHandle>> per_thread(kThreads);
+    std::atomic<int> callbacks{0};
+    {
+      Runtime rt{{.workers = 2, .capacity = kJobs}};
+      std::vector<sandglass::JobHandle> handles;
+      for (int i = 0; i < kJobs; ++i) {
+        sandglass::JobSpec spec{.kind = i % 3 == 0 ? "a" : "b", .budget = 10s};
+        if (i % 7 == 0) spec.idempotency_key = "key-" + std::to_string(i);
+        auto h = i % 2 == 0
+                     ? rt.submit(std::move(spec), [](JobContext& ctx) { ctx.set_result("r"); },
+                                 [&](const Outcome&) { callbacks.fetch_add(1); })
+                     : rt.submit(std::move(spec), [](JobContext&) {});
+        if (i % 5 == 0) h.cancel();
+        if (i % 11 != 0) handles.push_back(h);  // the rest: no handle left at all
+        for (int t = 0; t < kThreads; ++t) {
+          if ((i + t) % 2 == 0) per_thread[t].push_back(h);
+        }
+      }
+      std::vector<std::jthread> threads;
+      std::vector<std::vector<sandglass::JobId>> seen(kThreads);
+      for (int t = 0; t < kThreads; ++t) {
+        threads.emplace_back([&, t] {
+          for (auto& h : per_thread[t]) seen[t].push_back(h.wait().id);
+          std::vector<sandglass::JobHandle> moved = std::move(per_thread[t]);
+          moved.clear();  // dropped while other threads drop copies of the same jobs
+        });
+      }
+      for (auto& h : handles) CHECK(h.wait().id == h.id());
+      threads.clear();
+      for (const auto& ids : seen) CHECK(ids.size() == kJobs / 2);
+      rt.shutdown(10s);
+      CHECK(rt.stats().submitted == kJobs);
+    }
+    CHECK(callbacks.load() == kJobs / 2);
   }
 }
