@@ -16,22 +16,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::uint64_t submit_later(std::uint16_t port, const std::string& body) {
-  const HttpAnswer a = post_job(port, body, {}, "?wait=false");
-  REQUIRE(a.status == 202);
-  return id_of(a);
-}
-
-// Every change of a job to its outcome, logged by the database itself.
-void log_outcomes(ClusterFixture& c) {
-  c.pg.execute(
-      "CREATE TABLE outcome_log (id bigint, attempt int, reason text);"
-      "CREATE FUNCTION log_outcome() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
-      "  INSERT INTO outcome_log VALUES (NEW.id, NEW.attempt, NEW.reason); RETURN NEW; END $$;"
-      "CREATE TRIGGER outcome_log AFTER UPDATE ON sandglass_jobs FOR EACH ROW"
-      "  WHEN (OLD.state <> 'done' AND NEW.state = 'done') EXECUTE FUNCTION log_outcome();");
-}
-
 std::string running_on(ClusterFixture& c, const DaemonProcess& node) {
   return c.pg.scalar("SELECT count(*) FROM sandglass_jobs WHERE state = 'running' AND node_ran = '" +
                      ClusterFixture::name_of(node) + "'");
@@ -95,6 +79,20 @@ void one_outcome_each(ClusterFixture& c, const Scene& s) {
   CHECK(c.pg.scalar("SELECT count(*) FROM outcome_log") == std::to_string(s.all().size()));
 }
 
+// The runner fills its place ahead with the queued job; then the rest are cancelled (that one
+// first: each cancel of a running job frees a worker) and every job of `s` ends.
+void takes_queued_then_cancel_rest(const DaemonProcess& entry, const DaemonProcess& runner,
+                                   const Scene& s) {
+  REQUIRE(eventually([&] { return text(record(entry.port(), s.queued), "state") == "running"; }));
+  CHECK(text(record(entry.port(), s.queued), "node") == ClusterFixture::name_of(runner));
+  for (const std::uint64_t id : {s.queued, s.long_committed, s.long_high}) {
+    CHECK(http(entry.port(), "DELETE", "/v1/jobs/" + std::to_string(id)).status == 200);
+  }
+  for (const std::uint64_t id : s.all()) {
+    REQUIRE(eventually([&] { return terminal(state_of(entry.port(), id)); }));
+  }
+}
+
 }  // namespace
 
 TEST_SUITE("cluster") {
@@ -104,7 +102,7 @@ TEST_CASE("a node with a backlog holds claimed jobs beyond its workers, and a DE
   ClusterFixture c;
   DaemonProcess& entry = c.node({"spin"});
   DaemonProcess& runner = c.node({"sleep"}, 2);
-  log_outcomes(c);
+  c.log_outcomes();
   const Scene s = hold_one_ahead(c, entry, runner, 30'000, /*commit=*/false);
 
   const HttpAnswer del = http(entry.port(), "DELETE", "/v1/jobs/" + std::to_string(s.ahead));
@@ -118,16 +116,7 @@ TEST_CASE("a node with a backlog holds claimed jobs beyond its workers, and a DE
   CHECK(state_of(entry.port(), s.long_committed) == "running");
   CHECK(state_of(entry.port(), s.long_high) == "running");
 
-  // The runner fills its place ahead with the queued job; cancel the rest (that one first: each
-  // cancel of a running job frees a worker), then each job of the scene has exactly one outcome.
-  REQUIRE(eventually([&] { return text(record(entry.port(), s.queued), "state") == "running"; }));
-  CHECK(text(record(entry.port(), s.queued), "node") == ClusterFixture::name_of(runner));
-  for (const std::uint64_t id : {s.queued, s.long_committed, s.long_high}) {
-    CHECK(http(entry.port(), "DELETE", "/v1/jobs/" + std::to_string(id)).status == 200);
-  }
-  for (const std::uint64_t id : s.all()) {
-    REQUIRE(eventually([&] { return terminal(state_of(entry.port(), id)); }));
-  }
+  takes_queued_then_cancel_rest(entry, runner, s);
   CHECK(text(record(entry.port(), s.queued), "reason") == "cancelled_in_queue");
   CHECK(text(record(entry.port(), s.long_high), "reason") == "cancelled_while_running");
   for (const std::uint64_t id : s.spins) CHECK(state_of(entry.port(), id) == "completed");
@@ -139,7 +128,7 @@ TEST_CASE("a job claimed ahead whose deadline passes in the local queue ends exp
   ClusterFixture c;
   DaemonProcess& entry = c.node({"spin"});
   DaemonProcess& runner = c.node({"sleep"}, 2);
-  log_outcomes(c);
+  c.log_outcomes();
   const Scene s = hold_one_ahead(c, entry, runner, 30'000, /*commit=*/false, /*ahead_budget_ms=*/4'000);
   REQUIRE(eventually([&] { return terminal(state_of(entry.port(), s.ahead)); }, 30s));
   const auto o = record(entry.port(), s.ahead);
@@ -151,14 +140,7 @@ TEST_CASE("a job claimed ahead whose deadline passes in the local queue ends exp
   CHECK(c.pg.scalar("SELECT run_us < 0 AND claimed_at < deadline FROM sandglass_jobs WHERE id = " +
                     std::to_string(s.ahead)) == "t");
   // Its place ahead goes to the queued job.
-  REQUIRE(eventually([&] { return text(record(entry.port(), s.queued), "state") == "running"; }));
-  CHECK(text(record(entry.port(), s.queued), "node") == ClusterFixture::name_of(runner));
-  for (const std::uint64_t id : {s.queued, s.long_committed, s.long_high}) {
-    CHECK(http(entry.port(), "DELETE", "/v1/jobs/" + std::to_string(id)).status == 200);
-  }
-  for (const std::uint64_t id : s.all()) {
-    REQUIRE(eventually([&] { return terminal(state_of(entry.port(), id)); }));
-  }
+  takes_queued_then_cancel_rest(entry, runner, s);
   one_outcome_each(c, s);
 }
 
@@ -168,7 +150,7 @@ TEST_CASE("kill -9 of a node holding a job claimed ahead: that job is claimed ag
   ClusterFixture c;
   DaemonProcess& entry = c.node({"spin"});
   DaemonProcess& runner = c.node({"sleep"}, 2);
-  log_outcomes(c);
+  c.log_outcomes();
   const Scene s = hold_one_ahead(c, entry, runner, 5'000, /*commit=*/true);
   REQUIRE(eventually([&] { return record(entry.port(), s.long_committed).at("committed").as_bool(); }));
   const std::string lost = ClusterFixture::name_of(runner);
@@ -208,7 +190,7 @@ TEST_CASE("SIGTERM of a node holding a job claimed ahead: the drain runs it when
   ClusterFixture c;
   DaemonProcess& entry = c.node({"spin"});
   DaemonProcess& runner = c.node({"sleep"}, 2, in_time ? "" : "drain_timeout_ms = 200");
-  log_outcomes(c);
+  c.log_outcomes();
   const Scene s = hold_one_ahead(c, entry, runner, in_time ? 1'500 : 3'000, /*commit=*/false);
   const std::string first = ClusterFixture::name_of(runner);
   runner.signal(SIGTERM);
@@ -259,7 +241,7 @@ TEST_CASE("[cluster] claim_ahead sets how many claimed jobs a node holds beyond 
   SUBCASE("claim_ahead = 3") { key = "claim_ahead = 3"; held = 5; }
   ClusterFixture c;
   DaemonProcess& entry = c.node({"spin"});
-  log_outcomes(c);
+  c.log_outcomes();
   // Queued before the runner starts, so its first claim already finds a backlog: classes and
   // budgets mixed, and a spin job for the entry node meanwhile.
   const std::uint16_t p = entry.port();

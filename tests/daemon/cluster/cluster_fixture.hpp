@@ -9,6 +9,7 @@
 #include "daemon_test_support.hpp"
 #include "postgres_server.hpp"
 
+#include <doctest/doctest.h>
 #include <fmt/format.h>
 
 #include <map>
@@ -63,9 +64,27 @@ kinds = [{}]
     return nullptr;
   }
 
+  // Has the database log every change of a job to its outcome in the table outcome_log (id,
+  // attempt, reason): a job written twice shows twice.
+  void log_outcomes() {
+    pg.execute(
+        "CREATE TABLE outcome_log (id bigint, attempt int, reason text);"
+        "CREATE FUNCTION log_outcome() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+        "  INSERT INTO outcome_log VALUES (NEW.id, NEW.attempt, NEW.reason); RETURN NEW; END $$;"
+        "CREATE TRIGGER outcome_log AFTER UPDATE ON sandglass_jobs FOR EACH ROW"
+        "  WHEN (OLD.state <> 'done' AND NEW.state = 'done') EXECUTE FUNCTION log_outcome();");
+  }
+
   PostgresServer pg;
   std::vector<std::unique_ptr<DaemonProcess>> nodes;
 };
+
+// POST /v1/jobs?wait=false on `port`; the job's id (the request must be accepted).
+inline std::uint64_t submit_later(std::uint16_t port, const std::string& body) {
+  const HttpAnswer a = post_job(port, body, {}, "?wait=false");
+  REQUIRE(a.status == 202);
+  return id_of(a);
+}
 
 // GET /v1/jobs/ID on `port` as JSON (the request must succeed).
 inline boost::json::object record(std::uint16_t port, std::uint64_t id) {

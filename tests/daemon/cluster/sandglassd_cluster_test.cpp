@@ -13,16 +13,6 @@
 using namespace sandglass::testing;
 using namespace std::chrono_literals;
 
-namespace {
-
-std::uint64_t submit_later(std::uint16_t port, const std::string& body) {
-  const HttpAnswer a = post_job(port, body, {}, "?wait=false");
-  REQUIRE(a.status == 202);
-  return id_of(a);
-}
-
-}  // namespace
-
 TEST_SUITE("cluster") {
 
 TEST_CASE("a job submitted on one node runs on the node that serves its kind, and its waiter is answered" *
@@ -149,12 +139,7 @@ TEST_CASE("keyed jobs under repeated kill -9 get exactly one outcome each, and r
   c.node({"spin"});  // the entry node; it never runs sleep jobs
   c.node({"sleep"}, 4);
   c.node({"sleep"}, 4);
-  c.pg.execute(
-      "CREATE TABLE outcome_log (id bigint, attempt int, reason text);"
-      "CREATE FUNCTION log_outcome() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
-      "  INSERT INTO outcome_log VALUES (NEW.id, NEW.attempt, NEW.reason); RETURN NEW; END $$;"
-      "CREATE TRIGGER outcome_log AFTER UPDATE ON sandglass_jobs FOR EACH ROW"
-      "  WHEN (OLD.state <> 'done' AND NEW.state = 'done') EXECUTE FUNCTION log_outcome();");
+  c.log_outcomes();
   const std::uint16_t entry = c.nodes[0]->port();
   constexpr int kJobs = 30;
   std::map<std::string, std::uint64_t> id_by_key;
