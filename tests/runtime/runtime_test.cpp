@@ -294,6 +294,33 @@ TEST_SUITE("Runtime") {
           State::completed);
   }
 
+  TEST_CASE("a job admitted elsewhere (JobSpec::admitted) skips the prediction, not its deadline" *
+            doctest::timeout(10)) {
+    Runtime rt{{.workers = 1, .capacity = 8}};
+    CHECK(rt.submit({.kind = "slow"}, [](JobContext& ctx) { busy_for(ctx, 200ms); }).wait().state ==
+          State::completed);
+    // The kind's estimate cannot fit 100 ms: refused when the runtime decides, run when the
+    // decision was made before (a cluster's claim), with the same budget and a second kind.
+    CHECK(rt.submit({.kind = "slow", .budget = 100ms}, [](JobContext&) {}).wait().reason ==
+          Reason::deadline_implausible);
+    CHECK(rt.submit({.kind = "slow", .budget = 100ms, .admitted = true}, [](JobContext&) {})
+              .wait()
+              .state == State::completed);
+    // Its deadline still applies: one that waits past it behind a running job of another class
+    // is dropped unstarted.
+    Gate gate;
+    auto blocker = rt.submit({.kind = "block", .priority = Priority::critical}, gate.handler());
+    gate.started.wait();
+    std::atomic<bool> ran{false};
+    auto late = rt.submit({.kind = "slow", .priority = Priority::high, .budget = 30ms, .admitted = true},
+                          [&](JobContext&) { ran = true; });
+    std::this_thread::sleep_for(60ms);
+    gate.release.count_down();
+    CHECK(late.wait().reason == Reason::expired_in_queue);
+    CHECK_FALSE(ran.load());
+    CHECK(blocker.wait().state == State::completed);
+  }
+
   TEST_CASE("a full queue sheds its latest sheddable job for a critical one and then refuses" *
             doctest::timeout(10)) {
     Runtime rt{{.workers = 1, .capacity = 2}};
