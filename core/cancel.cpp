@@ -1,5 +1,7 @@
 #include <sandglass/cancel.hpp>
 
+#include "core/install_once.hpp"
+
 namespace sandglass {
 namespace detail {
 
@@ -20,14 +22,8 @@ bool CancelState::signal(CancelCause cause) noexcept {
 CancelState::~CancelState() { delete callbacks_.load(std::memory_order_acquire); }
 
 CancelState::Callbacks& CancelState::callbacks() {
-  Callbacks* existing = callbacks_.load(std::memory_order_seq_cst);
-  if (existing != nullptr) return *existing;
-  auto fresh = std::make_unique<Callbacks>();
-  // Pairs with the seq_cst load in run_callbacks(): see stop_token_for_callback().
-  if (callbacks_.compare_exchange_strong(existing, fresh.get(), std::memory_order_seq_cst)) {
-    return *fresh.release();
-  }
-  return *existing;  // another registrant was first
+  // Seq_cst, pairing with the load in run_callbacks(): see stop_token_for_callback().
+  return install_once(callbacks_);
 }
 
 void CancelState::run_callbacks() noexcept {

@@ -1,5 +1,6 @@
 #include "workers/job.hpp"
 
+#include "core/install_once.hpp"
 #include "workers/awaitable_runner.hpp"
 #include "workers/callback_scope.hpp"
 #include "workers/job_pool.hpp"
@@ -35,14 +36,8 @@ void Job::destroy(CancelState& state) noexcept {
 Job::~Job() { delete extras_.load(std::memory_order_acquire); }
 
 Job::Extras& Job::extras() {
-  Extras* existing = extras_.load(std::memory_order_seq_cst);
-  if (existing != nullptr) return *existing;
-  auto fresh = std::make_unique<Extras>();
   // Seq_cst: a waiter's installation comes before its read of done_ (see Extras::waiters).
-  if (extras_.compare_exchange_strong(existing, fresh.get(), std::memory_order_seq_cst)) {
-    return *fresh.release();
-  }
-  return *existing;  // another thread was first
+  return install_once(extras_);
 }
 
 void Job::publish(Outcome&& outcome, bool kept) {
@@ -90,16 +85,7 @@ RuntimeCore* Job::pin_core() noexcept {
 // reads pins_ afterwards.
 void Job::unpin_core() noexcept { pins_.fetch_sub(1, std::memory_order_release); }
 
-Job::Waiters& Job::waiters() {
-  std::atomic<Waiters*>& slot = extras().waiters;
-  Waiters* existing = slot.load(std::memory_order_seq_cst);
-  if (existing != nullptr) return *existing;
-  auto fresh = std::make_unique<Waiters>();
-  if (slot.compare_exchange_strong(existing, fresh.get(), std::memory_order_seq_cst)) {
-    return *fresh.release();
-  }
-  return *existing;  // another waiter was first
-}
+Job::Waiters& Job::waiters() { return install_once(extras().waiters); }
 
 Outcome Job::wait() { return *wait_until(Deadline::never()); }
 
