@@ -104,6 +104,14 @@ class Entry {
     if (!value || !(*value > 0.0 && *value <= 1.0)) reject("a number greater than 0 and at most 1");
     return *value;
   }
+  // A number from 0 to `max`; integers too.
+  double number(double max) const {
+    const std::optional<double> value = node_.is_number() ? node_.value<double>() : std::nullopt;
+    if (!value || !(*value >= 0.0 && *value <= max)) {
+      reject(fmt::format("a number from 0 to {}", max));
+    }
+    return *value;
+  }
   std::string string(std::string_view expected = "a string") const {
     if (std::optional<std::string> value = node_.value_exact<std::string>()) return *value;
     reject(expected);

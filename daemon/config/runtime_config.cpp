@@ -15,6 +15,7 @@ ConfigError runtime_options_error(const std::string& error) {
       {"estimate_quantile", "runtime.estimate_quantile"},
       {"estimate_window", "runtime.estimate_window"},
       {"estimate_max_age", "runtime.estimate_max_age_ms"},
+      {"estimate_age_in_runs", "runtime.estimate_age_in_runs"},
       {"overrun_after", "runtime.overrun_after_ms"},
       {"budget.min_useful", "budget.min_ms"},
       {"budget.default_budget", "budget.default_ms"},
@@ -51,6 +52,8 @@ std::span<const Field<DaemonConfig>> runtime_fields() {
      [](DaemonConfig& c, const Entry& e) { c.runtime.estimate_window = e.count(1, 1'000'000); }},
     {"estimate_max_age_ms",
      [](DaemonConfig& c, const Entry& e) { c.runtime.estimate_max_age = e.ms(0); }},
+    {"estimate_age_in_runs",
+     [](DaemonConfig& c, const Entry& e) { c.runtime.estimate_age_in_runs = e.number(1'000'000); }},
     {"overrun_after_ms",
      [](DaemonConfig& c, const Entry& e) { c.runtime.overrun_after = e.ms(1); }},
 };

@@ -172,6 +172,17 @@ TEST_SUITE("DaemonConfig") {
           "runtime.estimate_window: must be an integer between 1 and 1000000, got 0");
   }
 
+  TEST_CASE("estimate_age_in_runs sets how many median runs a run time is kept at least") {
+    CHECK(parse_config("[runtime]\nestimate_age_in_runs = 2.5\n").runtime.estimate_age_in_runs ==
+          2.5);
+    CHECK(parse_config("[runtime]\nestimate_age_in_runs = 0\n").runtime.estimate_age_in_runs == 0);
+    CHECK(parse_config("").runtime.estimate_age_in_runs == sandglass::RuntimeOptions{}.estimate_age_in_runs);
+    CHECK(parse_error("[runtime]\nestimate_age_in_runs = -1\n").what ==
+          "runtime.estimate_age_in_runs: must be a number from 0 to 1000000, got -1");
+    CHECK(parse_error("[runtime]\nestimate_age_in_runs = \"10\"\n").what ==
+          "runtime.estimate_age_in_runs: must be a number from 0 to 1000000, got \"10\"");
+  }
+
   TEST_CASE("an integer estimate_quantile of 1 is read as 1.0") {
     CHECK(parse_config("[runtime]\nestimate_quantile = 1\n").runtime.estimate_quantile == 1.0);
   }
