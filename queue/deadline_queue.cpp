@@ -253,12 +253,14 @@ void DeadlineQueue::tree_insert(Class& c, QueueItem& item) {
   QueueTree::insert<kItems>(c.items.root, item, next_heap());
   ++c.items.size;
   if (c.items_max == nullptr || QueueTree::less(*c.items_max, item)) c.items_max = &item;
+  if (c.items_min == nullptr || QueueTree::less(item, *c.items_min)) c.items_min = &item;
 }
 
 void DeadlineQueue::tree_erase(Class& c, QueueItem& item) noexcept {
   c.items.root = QueueTree::erase<kItems>(c.items.root, item);
   --c.items.size;
   if (c.items_max == &item) c.items_max = QueueTree::rightmost<kItems>(c.items.root);
+  if (c.items_min == &item) c.items_min = QueueTree::leftmost<kItems>(c.items.root);
 }
 
 void DeadlineQueue::run_push(Class& c, QueueItem& item) noexcept {
@@ -342,7 +344,7 @@ void DeadlineQueue::flush_run(Class& c) {
 }
 
 QueueItem* DeadlineQueue::class_front(Class& c) noexcept {
-  QueueItem* in_tree = QueueTree::leftmost<kItems>(c.items.root);
+  QueueItem* in_tree = c.items_min;
   QueueItem* in_run = c.run.head;
   if (in_tree == nullptr) return in_run;
   if (in_run == nullptr) return in_tree;

@@ -329,8 +329,11 @@ Job* RuntimeCore::next_job(std::size_t worker, Job* finished, Outcome&& outcome)
     Job* const taken = item != nullptr ? &job_of(item) : nullptr;
     if (taken != nullptr) start(*taken, now, worker, wake_timer);
     // More work than this worker: pass the wake-up on (submitters skip it while one spins).
-    // The started job still holds its reservation (released next), so more means two.
-    const bool wake_another = taken != nullptr && queue_.size() > 1;
+    // The linked items count, not the reservations (size(), whose line every submitter
+    // writes): a submitter that skipped its wake-up because this worker spun pushed before
+    // the worker stopped spinning, so take()'s splice linked its job; later ones wake a worker
+    // themselves (see admit_lock_free).
+    const bool wake_another = taken != nullptr && queue_.linked_size() > 0;
     // Under the lock (the queue's owner side): two plain stores, after the slot's end was
     // published (see start()).
     if (taken != nullptr) queue_.release(*taken);

@@ -275,6 +275,10 @@ class DeadlineQueue {
     return reserved_.load(std::memory_order_relaxed) - released;
   }
   bool empty() const noexcept { return size() == 0; }
+  // The linked items (queued and parked; not the inbox, nor reservations in flight or taken
+  // items not yet released). The owner's count: reading it takes no cache line from
+  // submitters, as size() does (it reads the reservations they write).
+  std::size_t linked_size() const noexcept { return size_; }
   // The linked items of one class (call `splice` first to count the inbox).
   std::size_t size(Priority priority) const noexcept;
   std::size_t capacity() const noexcept { return options_.capacity; }
@@ -304,6 +308,9 @@ class DeadlineQueue {
   struct Class {
     Tree items;
     QueueItem* items_max = nullptr;  // the last item of `items`
+    // The first item of `items`: every pop compares it with the run's head, and finding it
+    // anew walks the tree's left spine (a cache miss per level in a deep queue).
+    QueueItem* items_min = nullptr;
     Run run;
     std::vector<Tree> parked_by_group;  // indexed by group - 1
     std::int64_t work = 0;  // work of this class's items, parked ones included, ns
