@@ -194,9 +194,9 @@ class ClusterNode::Impl {
   // while some are busy (none: returns at once). Blocks.
   void gather(std::unique_lock<std::mutex>& lock, std::stop_token st);
   // Writes `outcomes` and claims up to `limit` jobs (0: none) in one statement, and starts the
-  // claimed jobs; it announces all the outcomes when sharing_ says so, else only the awaited
-  // ones, for which `limit` workers were reserved (the unused are given back). True
-  // when it took `limit` jobs (the queue may hold more). Throws PgError (nothing was started;
+  // claimed jobs, for which `limit` workers were reserved (the unused are given back). It
+  // announces all the outcomes when sharing_ says so, else only the awaited ones. True when it
+  // took `limit` jobs (the queue may hold more). Throws PgError (nothing was started;
   // the reservation is given back; the caller keeps the outcomes).
   bool exchange(PgSession& db, const std::vector<Finish>& outcomes, std::size_t limit);
   // Reserves up to `most` places for jobs about to be claimed; returns how many. A place is a
