@@ -4,6 +4,8 @@
 #include "http_driver.hpp"
 #include "report.hpp"
 
+#include "daemon/cluster/run_time_sharing.hpp"
+
 #include <fmt/format.h>
 #include <libpq-fe.h>
 
@@ -22,6 +24,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <latch>
 #include <map>
 #include <memory>
 #include <optional>
@@ -447,21 +450,163 @@ class PgConn {
   PGconn* conn_;
 };
 
-// Claim latency with `claimers` concurrent claimers, each on its own connection calling the
-// nodes' own statement (sandglass_finish_claim: the outcomes of its last `batch` jobs, then a
-// claim of `batch` more), as a node's claimer does, over a queue of 4 classes and mixed
-// budgets. Each claimer is a node of its own (its own name, so its own counter rows, as
-// every node has). Every statement's duration is recorded (steady clock around the round
-// trip). The kind "claimbench" is served by no node, so the running nodes do not take these
-// jobs.
-void claim_latency(Cluster& c, std::size_t claimers, std::size_t claims_each, std::size_t batch) {
+// One claimer of the claims step: `exchanges` statements on its own connection, each the
+// nodes' own sandglass_finish_claim with the outcomes of the jobs its last statement claimed and
+// a claim of `batch` more, then one with the outcomes only. It shares its run times by a node's
+// rule (RunTimeSharing: every outcome announced at most once per kShareRunTimes; the claimbench
+// jobs are not awaited, so the other exchanges announce nothing). Closed loop when `period` is
+// zero (each statement follows the last one's answer); else open loop: statement i is due at
+// `start` + i x `period` and its latency counts from then, so a statement held up by the ones
+// before it is charged the wait (no coordinated omission). Returns each claiming statement's
+// latency in ms. Before it, on the same connection, kWarmup statements like them, untimed (a
+// session's first call plans every statement of the functions: tens of ms, once per
+// connection, which a node pays once per connection too); then it arrives at `ready` and
+// waits for `go`, after which `start` is set.
+// `awaited_schema`: the database has 008_awaited_outcomes.sql; a sandglassd from before it
+// (an A/B against an older build) migrated it to 007, whose exchange announced every outcome.
+constexpr std::size_t kWarmup = 2;
+
+std::vector<double> run_claimer(const std::string& conninfo, std::size_t k, std::size_t batch,
+                                std::size_t exchanges, Clock::duration period,
+                                const Clock::time_point& start, std::latch& ready, std::latch& go,
+                                bool awaited_schema, std::atomic<std::size_t>& claimed) {
+  PgConn db{conninfo};
+  const std::string owner = fmt::format("claimbench-{}/0", k);
+  const std::string node = fmt::format("claimbench-{}", k);
+  daemon::cluster::RunTimeSharing sharing;
+  std::vector<double> latencies;
+  std::vector<std::string> ids;  // claimed by the last statement: their outcomes go next
+  for (std::size_t n = 0; n <= kWarmup + exchanges; ++n) {
+    if (n == kWarmup) {
+      ready.count_down();
+      go.wait();
+    }
+    const bool timed = n >= kWarmup;
+    const std::size_t i = timed ? n - kWarmup : 0;  // the timed statement's index
+    std::string id_list = "{", ones = "{", states = "{", reasons = "{", nulls = "{", fs = "{", zeros = "{";
+    for (std::size_t j = 0; j < ids.size(); ++j) {
+      const char* sep = j == 0 ? "" : ",";
+      id_list += sep + ids[j];
+      ones += std::string{sep} + "1";
+      states += std::string{sep} + "completed";
+      reasons += std::string{sep} + "ok";
+      nulls += std::string{sep} + "NULL";
+      fs += std::string{sep} + "f";
+      zeros += std::string{sep} + "0";
+    }
+    for (std::string* s : {&id_list, &ones, &states, &reasons, &nulls, &fs, &zeros}) *s += "}";
+    const bool last = timed && i == exchanges;  // outcomes only
+    const Clock::time_point due = start + static_cast<Clock::rep>(i) * period;
+    if (timed && period > Clock::duration::zero()) std::this_thread::sleep_until(due);
+    const auto a = Clock::now();
+    const bool share = !ids.empty() && sharing.due(a);
+    std::vector<std::string> params{owner, node, id_list, ones, states, reasons, nulls, fs, nulls,
+                                    nulls, zeros, last ? "0" : std::to_string(batch)};
+    if (awaited_schema) params.emplace_back(share ? "t" : "f");
+    const std::vector<std::string> rows = db.exec(
+        fmt::format("SELECT coalesce(written, -job_id) FROM sandglass_finish_claim($1, $2, "
+                    "$3::bigint[], $4::int[], $5::text[], $6::text[], $7::text[], $8::boolean[], "
+                    "$9::text[], $10::text[], $11::bigint[], $12, '{{claimbench}}', '{{0}}'{}) "
+                    "WHERE written IS NOT NULL OR job_id IS NOT NULL",
+                    awaited_schema ? ", $13" : ""),
+        params);
+    const auto b = Clock::now();
+    if (share) sharing.shared(a);
+    if (timed && !last) latencies.push_back(ms_between(period > Clock::duration::zero() ? due : a, b));
+    ids.clear();
+    for (const std::string& r : rows) {
+      if (r.starts_with("-")) ids.push_back(r.substr(1));  // claimed (the others: written)
+    }
+    if (timed) claimed.fetch_add(ids.size());
+    if (ids.empty() && !last) {
+      if (!timed) throw std::runtime_error{"claims step: the queue ran out during the warm-up"};
+      break;
+    }
+  }
+  return latencies;
+}
+
+struct ClaimRun {
+  std::vector<double> latencies;  // ms, every claiming statement of every claimer
+  std::size_t claimed = 0;
+  double seconds = 0;
+};
+
+// `claimers` run_claimer threads at once, started together once all have warmed up (period as
+// there, each claimer's schedule offset by its share of one period, so that the total rate is
+// even). Each claimer takes (kWarmup + exchanges) x batch rows.
+ClaimRun run_claimers(Cluster& c, std::size_t claimers, std::size_t exchanges, std::size_t batch,
+                      Clock::duration period, bool awaited_schema) {
+  std::vector<std::vector<double>> per(claimers);
+  std::vector<Clock::time_point> starts(claimers);
+  std::atomic<std::size_t> claimed{0};
+  std::latch ready{static_cast<std::ptrdiff_t>(claimers)};
+  std::latch go{1};
+  std::vector<std::thread> threads;
+  for (std::size_t k = 0; k < claimers; ++k) {
+    threads.emplace_back([&, k] {
+      per[k] = run_claimer(c.pg.conninfo(), k, batch, exchanges, period, starts[k], ready, go,
+                           awaited_schema, claimed);
+    });
+  }
+  ready.wait();
+  const auto t0 = Clock::now();
+  for (std::size_t k = 0; k < claimers; ++k) {
+    starts[k] = t0 + period * static_cast<Clock::rep>(k) / static_cast<Clock::rep>(claimers);
+  }
+  go.count_down();  // the starts are written before (latch: happens-before the waiters' return)
+  for (auto& t : threads) t.join();
+  ClaimRun run{.claimed = claimed.load(), .seconds = ms_between(t0, Clock::now()) / 1000};
+  for (const auto& v : per) run.latencies.insert(run.latencies.end(), v.begin(), v.end());
+  return run;
+}
+
+// The cluster's nodes stopped (SIGSTOP) for the object's life, then continued. An idle node
+// claims every poll_ms, and a claim of the kinds it serves walks the whole queue in claim order
+// when none of them is queued: over the claims step's claimbench rows, about 25 ms of server
+// CPU a time (measured, 54,000 rows), three nodes every 50 ms, most of the machine's two
+// cores. The claims step measures the claimers' statements, not that.
+class PausedNodes {
+ public:
+  explicit PausedNodes(Cluster& c) : c_{c} {
+    for (auto& n : c_.nodes) n->signal(SIGSTOP);
+  }
+  ~PausedNodes() {
+    for (auto& n : c_.nodes) n->signal(SIGCONT);
+  }
+  PausedNodes(const PausedNodes&) = delete;
+  PausedNodes& operator=(const PausedNodes&) = delete;
+
+ private:
+  Cluster& c_;
+};
+
+// Claim latency with `claimers` concurrent claimers, each a node of its own (its own name, so
+// its own counter rows, as every node has) on its own connection, over a queue of 4 classes
+// and mixed budgets (run_claimer). Three runs:
+// - one claimer alone: the server time of one exchange uncontended (its round trip);
+// - closed loop, `claims_each` statements per claimer: saturation. On this machine's cores
+//   Little's law bounds its p50 from below by claimers x (one exchange's time alone) / cores,
+//   even with no lock waits at all: printed next to it;
+// - paced (open loop): the claimers issue `paced_rate` statements per second in all (the
+//   cluster's no-op goal of 5,000 jobs/s is 625 statements of 8 a second), latency from each
+//   statement's scheduled time.
+// The kind "claimbench" is served by no node, so the running nodes do not take these jobs; they
+// are stopped meanwhile (PausedNodes).
+void claim_latency(Cluster& c, std::size_t claimers, std::size_t claims_each, std::size_t batch,
+                   double paced_rate) {
   reset_queue(c.pg);
-  const std::size_t jobs = claimers * claims_each * batch;
+  const bool awaited_schema =
+      c.pg.scalar("SELECT coalesce(max(version), 0) >= 8 FROM sandglass_schema_migrations") == "t";
+  const std::size_t solo_each = claims_each / 2;
+  const std::size_t paced_each = claims_each / 2;
+  const std::size_t jobs =
+      (kWarmup + solo_each + claimers * (2 * kWarmup + claims_each + paced_each)) * batch;
   c.pg.query(fmt::format(
-      "INSERT INTO sandglass_jobs (kind, args, priority, budget_us, deadline) "
+      "INSERT INTO sandglass_jobs (kind, args, priority, budget_us, deadline{}) "
       "SELECT 'claimbench', '{{}}', (g % 4)::smallint, 120000000, "
-      "clock_timestamp() + (60 + g % 60) * interval '1 second' FROM generate_series(1, {}) g",
-      jobs));
+      "clock_timestamp() + (60 + g % 60) * interval '1 second'{} FROM generate_series(1, {}) g",
+      awaited_schema ? ", awaited" : "", awaited_schema ? ", false" : "", jobs));  // nobody waits
   c.pg.query("VACUUM ANALYZE sandglass_jobs");
   // The claimers are live nodes to the nodes' sweeps (else their running jobs look lost and are
   // taken back: fencing at work, but not what is measured here).
@@ -469,64 +614,39 @@ void claim_latency(Cluster& c, std::size_t claimers, std::size_t claims_each, st
     c.pg.query(fmt::format("INSERT INTO sandglass_nodes (owner, node, workers, capacity, heartbeat_at) "
                            "VALUES ('claimbench-{}/0', 'claimbench-{}', 0, 0, 'infinity')", k, k));
   }
-  std::vector<std::vector<double>> per(claimers);
-  std::atomic<std::size_t> claimed{0};
-  const auto t0 = Clock::now();
-  std::vector<std::thread> threads;
-  for (std::size_t k = 0; k < claimers; ++k) {
-    threads.emplace_back([&, k] {
-      PgConn db{c.pg.conninfo()};
-      const std::string owner = fmt::format("claimbench-{}/0", k);
-      const std::string node = fmt::format("claimbench-{}", k);
-      std::vector<std::string> ids;  // claimed by the last statement: their outcomes go next
-      for (std::size_t i = 0; i <= claims_each; ++i) {
-        std::string id_list = "{", ones = "{", states = "{", reasons = "{", nulls = "{", fs = "{",
-                    zeros = "{";
-        for (std::size_t j = 0; j < ids.size(); ++j) {
-          const char* sep = j == 0 ? "" : ",";
-          id_list += sep + ids[j];
-          ones += std::string{sep} + "1";
-          states += std::string{sep} + "completed";
-          reasons += std::string{sep} + "ok";
-          nulls += std::string{sep} + "NULL";
-          fs += std::string{sep} + "f";
-          zeros += std::string{sep} + "0";
-        }
-        for (std::string* s : {&id_list, &ones, &states, &reasons, &nulls, &fs, &zeros}) *s += "}";
-        const bool last = i == claims_each;  // outcomes only
-        const auto a = Clock::now();
-        const std::vector<std::string> rows = db.exec(
-            "SELECT coalesce(written, -job_id) FROM sandglass_finish_claim($1, $2, $3::bigint[], "
-            "$4::int[], $5::text[], $6::text[], $7::text[], $8::boolean[], $9::text[], "
-            "$10::text[], $11::bigint[], $12, '{claimbench}', '{0}') WHERE written IS NOT NULL "
-            "OR job_id IS NOT NULL",
-            {owner, node, id_list, ones, states, reasons, nulls, fs, nulls, nulls, zeros,
-             last ? "0" : std::to_string(batch)});
-        const auto b = Clock::now();
-        if (!last) per[k].push_back(ms_between(a, b));
-        ids.clear();
-        for (const std::string& r : rows) {
-          if (r.starts_with("-")) ids.push_back(r.substr(1));  // claimed (the others: written)
-        }
-        claimed.fetch_add(ids.size());
-        if (ids.empty() && !last) break;
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  const double seconds = ms_between(t0, Clock::now()) / 1000;
-  std::vector<double> all;
-  for (const auto& v : per) all.insert(all.end(), v.begin(), v.end());
+  std::optional<PausedNodes> paused{std::in_place, c};
+  const ClaimRun solo = run_claimers(c, 1, solo_each, batch, Clock::duration::zero(), awaited_schema);
+  const ClaimRun closed = run_claimers(c, claimers, claims_each, batch, Clock::duration::zero(), awaited_schema);
+  const auto period = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(static_cast<double>(claimers) / paced_rate));
+  const ClaimRun paced = run_claimers(c, claimers, paced_each, batch, period, awaited_schema);
+  paused.reset();
   c.pg.query("DELETE FROM sandglass_nodes WHERE node LIKE 'claimbench-%'");
   const std::string doubles = c.pg.scalar(
       "SELECT count(*) FROM sandglass_jobs WHERE kind = 'claimbench' AND (state <> 'done' OR attempt <> 1)");
+  const double cores = std::max(1u, std::thread::hardware_concurrency());
+  const double alone = quantile(solo.latencies, 0.5);
+  std::printf("    (the cluster's nodes were stopped meanwhile: PausedNodes)\n");
+  if (!awaited_schema) std::printf("    (schema before 008: every outcome is announced)\n");
   std::printf("claim latency, %zu concurrent claimers, one node each (sandglass_finish_claim: the "
               "outcomes of the last %zu jobs and a claim of %zu more), %zu statements: p50 %.3f ms, "
               "p90 %.3f ms, p99 %.3f ms, max %.2f ms; %zu jobs claimed and finished in %.2f s "
               "(%.0f jobs/s); rows not done exactly once: %s\n",
-              claimers, batch, batch, all.size(), quantile(all, 0.5), quantile(all, 0.9),
-              quantile(all, 0.99), quantile(all, 1.0), claimed.load(), seconds,
-              static_cast<double>(claimed.load()) / seconds, doubles.c_str());
+              claimers, batch, batch, closed.latencies.size(), quantile(closed.latencies, 0.5),
+              quantile(closed.latencies, 0.9), quantile(closed.latencies, 0.99),
+              quantile(closed.latencies, 1.0), closed.claimed, closed.seconds,
+              static_cast<double>(closed.claimed) / closed.seconds, doubles.c_str());
+  std::printf("    closed loop (saturation): one claimer alone p50 %.3f ms, p99 %.3f ms (%zu statements); "
+              "Little's law on %.0f cores: p50 >= %zu x %.3f / %.0f = %.3f ms with no lock waits at all\n",
+              alone, quantile(solo.latencies, 0.99), solo.latencies.size(), cores, claimers, alone,
+              cores, static_cast<double>(claimers) * alone / cores);
+  std::printf("claim latency, paced: %zu claimers, %.0f statements/s in all (%.0f jobs/s), open loop, "
+              "from each statement's scheduled time, %zu statements: p50 %.3f ms, p90 %.3f ms, "
+              "p99 %.3f ms, max %.2f ms; %zu jobs claimed in %.2f s\n",
+              claimers, paced_rate, paced_rate * static_cast<double>(batch), paced.latencies.size(),
+              quantile(paced.latencies, 0.5), quantile(paced.latencies, 0.9),
+              quantile(paced.latencies, 0.99), quantile(paced.latencies, 1.0), paced.claimed,
+              paced.seconds);
 }
 
 // Logs every write of an outcome (a row becoming done), so that duplicates can be counted.
@@ -655,7 +775,7 @@ int run_cluster(const Options& o) {
     };
     c.add();
     if (step("idle")) idle_latency(c);
-    if (step("claims")) claim_latency(c, 8, o.smoke ? 20 : 500, 8);
+    if (step("claims")) claim_latency(c, 8, o.smoke ? 20 : 500, 8, 625);
     for (std::size_t k = 1; k <= o.cluster_nodes; ++k) {
       while (c.nodes.size() < k) c.add();
       if (step("throughput")) throughput(c, jobs, 64, o.verbose);

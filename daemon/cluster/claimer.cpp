@@ -1,7 +1,9 @@
 // The claimer thread of a cluster node (node_impl.hpp). One statement per round trip
 // (sandglass_finish_claim) writes the outcomes that are ready and claims as many jobs as this
 // node has free workers, so that a worker's outcome and its next job share a round trip; the
-// claimed jobs are started here. After stop_claiming it only writes outcomes.
+// claimed jobs are started here. After stop_claiming it only writes outcomes. The outcomes
+// are announced to the other nodes when awaited, and all of one exchange per kShareRunTimes
+// (the other nodes' run-time learning): exchange.
 //
 // Claiming ahead. A worker that ends a job would otherwise wait for the next claim's round trip
 // (plus the gather's wait) before it has work again: under overload, with 100 ms jobs, 10-20 %
@@ -139,32 +141,37 @@ bool ClusterNode::Impl::exchange(PgSession& db, const std::vector<Finish>& outco
   const OutcomeArrays o = outcome_arrays(outcomes);
   const std::vector<std::int64_t> tails = limit > 0 ? served_tails() : std::vector<std::int64_t>{};
   const TimePoint asked = Clock::now();
+  // Share this exchange's run times (announce all its outcomes) when none were shared for
+  // kShareRunTimes (run_time_sharing.hpp); a statement that fails shares again next time.
+  const bool share = !outcomes.empty() && sharing_.due(asked);
   const PgRows rows = exec_claiming(
       db,
-      "SELECT written, job_id, kind, args, priority, attempt, remaining_us, retired FROM "
-      "sandglass_finish_claim($1, $2, $3::bigint[], $4::int[], $5::text[], $6::text[], "
+      "SELECT written, notified, job_id, kind, args, priority, attempt, remaining_us, retired "
+      "FROM sandglass_finish_claim($1, $2, $3::bigint[], $4::int[], $5::text[], $6::text[], "
       "$7::text[], $8::boolean[], $9::text[], $10::text[], $11::bigint[], $12, $13::text[], "
-      "$14::bigint[])",
+      "$14::bigint[], $15)",
       {owner_, node_, o.ids, o.attempts, o.states, o.reasons, o.causes, o.committed, o.results,
-       o.errors, o.run_us, std::to_string(limit), served_array_, int_array(tails)},
+       o.errors, o.run_us, std::to_string(limit), served_array_, int_array(tails),
+       share ? "t" : "f"},
       /*may_claim=*/limit > 0);
   const TimePoint answered = Clock::now();
-  std::vector<JobId> written;
+  if (share) sharing_.shared(asked);
+  std::vector<Written> written;
   std::vector<Claimed> claimed;
   for (int r = 0; r < rows.rows(); ++r) {
     if (!rows.null(r, 0)) {
-      written.push_back(static_cast<JobId>(rows.integer(r, 0)));
-    } else if (rows.null(r, 1)) {
-      metrics_.retired.Increment(static_cast<double>(rows.integer(r, 7)));
+      written.push_back({.id = static_cast<JobId>(rows.integer(r, 0)), .notified = rows.boolean(r, 1)});
+    } else if (rows.null(r, 2)) {
+      metrics_.retired.Increment(static_cast<double>(rows.integer(r, 8)));
     } else if (claimed.size() < limit) {  // the claim rule takes no more; checked all the same
       // Remaining by the database's clock at the claim, counted from when the statement was
       // sent: the round trip is charged to the job, never granted to it.
-      claimed.push_back({.id = static_cast<JobId>(rows.integer(r, 1)),
-                         .kind = std::string{rows.text(r, 2)},
-                         .args = std::string{rows.text(r, 3)},
-                         .priority = static_cast<Priority>(rows.integer(r, 4)),
-                         .attempt = static_cast<int>(rows.integer(r, 5)),
-                         .deadline = Deadline::after(std::chrono::microseconds{rows.integer(r, 6)}, asked)});
+      claimed.push_back({.id = static_cast<JobId>(rows.integer(r, 2)),
+                         .kind = std::string{rows.text(r, 3)},
+                         .args = std::string{rows.text(r, 4)},
+                         .priority = static_cast<Priority>(rows.integer(r, 5)),
+                         .attempt = static_cast<int>(rows.integer(r, 6)),
+                         .deadline = Deadline::after(std::chrono::microseconds{rows.integer(r, 7)}, asked)});
     }
   }
   if (!outcomes.empty()) outcomes_written(outcomes, written, asked);

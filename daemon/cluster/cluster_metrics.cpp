@@ -49,7 +49,8 @@ ClusterMetrics::ClusterMetrics()
       batch_size{histogram(*registry_, "sandglass_cluster_claim_batch_size",
                            "Jobs one claim statement took", {0, 1, 2, 4, 8, 16, 32, 64, 128})},
       notify_lag{histogram(*registry_, "sandglass_cluster_notify_lag_seconds",
-                           "From writing an outcome to receiving its NOTIFY, on this node",
+                           "From writing an outcome to receiving its NOTIFY, on this node (announced "
+                           "outcomes only: awaited ones, and those of exchanges that share run times)",
                            {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5})},
       intake_wait{histogram(*registry_, "sandglass_cluster_intake_wait_seconds",
                             "From a submission's arrival to the sending of the statement that "

@@ -13,7 +13,11 @@
 // and sandglass_submit_claim (admission, with claims at insert), and plans them once per session.
 // 005_take_back.sql takes back claims whose answer was lost (lost_claims.cpp) and puts admission
 // in one function, sandglass_admit; 006_running_work.sql adds to it the running jobs' expected
-// rest, which each node reports with its heartbeat (heartbeat.cpp).
+// rest, which each node reports with its heartbeat (heartbeat.cpp). 008_awaited_outcomes.sql
+// announces an outcome on sandglass_outcome only when someone waits for it (the row's
+// `awaited`, set in the statement that inserts the job or attaches a waiting keyed retry to it)
+// or when its node shares its run times (all outcomes of one exchange per kShareRunTimes,
+// run_time_sharing.hpp): each announcing commit takes PostgreSQL's one NOTIFY lock.
 // - Admission: sandglass_admit — the lone daemon's order and reasons, with the queued work of
 //   the job's class and higher ones from the counters plus, while no worker is idle, the
 //   running rest, divided by the live nodes' workers. A node refuses alone only what that rule
@@ -33,8 +37,8 @@
 //   a group of them to free up (`claimer_loop`), so that one statement serves several jobs.
 // - Fencing: sandglass_finish (called by sandglass_finish_claim) writes a batch of outcomes,
 //   each only WHERE its id, attempt and owner match a running job; the others are stale
-//   outcomes, discarded and counted (outcome_writer.cpp). Waiters learn of a batch by NOTIFYs
-//   of many lines each.
+//   outcomes, discarded and counted (outcome_writer.cpp). Waiters learn of a batch's awaited
+//   outcomes by NOTIFYs of many lines each.
 // - Commit points: a handler's `commit()` is seen by polling `JobContext::committed()` every
 //   5 ms and written at once (heartbeat.cpp); a lost node's job whose commit reached the
 //   database is never queued again (node_lost instead). A node killed within those few

@@ -142,8 +142,7 @@ void ClusterNode::Impl::intake_loop(std::stop_token st) {
   }
 }
 
-// The kind's central and tail estimates, from the outcomes of every node (each outcome's
-// NOTIFY carries its run time); zero when none are known.
+// Every served kind's tail estimate (estimates), for a claim's rule.
 std::vector<std::int64_t> ClusterNode::Impl::served_tails() {
   std::vector<std::int64_t> tails;
   // At least min_useful: a claim retires what the Runtime would refuse budget_too_small, so
@@ -171,6 +170,7 @@ void ClusterNode::Impl::record_run(const std::string& kind, Duration run) {
 
 void ClusterNode::Impl::insert(PgSession& db, std::vector<Pending>& batch) {
   std::vector<std::optional<std::string>> kinds, args, keys, fingerprints;
+  std::vector<std::string> waits;  // "t": the submitter waits, so the job is awaited
   std::vector<std::int64_t> priorities, remaining, budgets, works, tails;
   std::vector<std::size_t> sent;  // indexes into batch
   std::size_t claimable = 0;      // unkeyed jobs of kinds this node serves
@@ -198,6 +198,7 @@ void ClusterNode::Impl::insert(PgSession& db, std::vector<Pending>& batch) {
     budgets.push_back(us_of(budget));
     works.push_back(us_of(work));
     tails.push_back(us_of(tail));
+    waits.emplace_back(req.wait ? "t" : "f");
     sent.push_back(i);
   }
   if (sent.empty()) return;
@@ -227,11 +228,11 @@ void ClusterNode::Impl::insert(PgSession& db, std::vector<Pending>& batch) {
       db,
       "SELECT ord, job_id, verdict, remaining_us FROM sandglass_submit_claim($1, $2, $3, "
       "$4::text[], $5::text[], $6::text[], $7::smallint[], $8::text[], $9::text[], "
-      "$10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14)",
+      "$10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14, $15::boolean[])",
       {node_, owner_, std::to_string(reserved), served_array_, text_array(kinds), text_array(args),
        int_array(priorities), text_array(keys), text_array(fingerprints), int_array(remaining),
        int_array(budgets), int_array(works), int_array(tails),
-       std::to_string(config_.lease.count())},
+       std::to_string(config_.lease.count()), text_array(waits)},
       /*may_claim=*/reserved > 0);  // claims at insert
   metrics_.intake_statement.Observe(std::chrono::duration<double>(Clock::now() - asked).count());
   std::vector<Claimed> claimed;
@@ -284,7 +285,9 @@ void ClusterNode::Impl::admitted(PgSession& db, const Pending& p, JobId id,
   }
   if (verdict == "attached") {
     // Its outcome may be long written, before this node listened: read it first. (Ended
-    // after this read, its NOTIFY reaches the waiter added below.)
+    // after this read, its NOTIFY reaches the waiter added below: a waiting submission's
+    // statement marked the job awaited, and the outcome's write either came before that
+    // commit, so this read sees it, or saw the mark and announced it: 008_awaited_outcomes.sql.)
     const std::vector<Record> found = fetch_records(db, {id});
     if (!found.empty() && found.front().terminal) {
       respond(answer_of(found.front()));

@@ -19,6 +19,7 @@
 #include "daemon/cluster/cluster_metrics.hpp"
 #include "daemon/cluster/cluster_node.hpp"
 #include "daemon/cluster/pg_session.hpp"
+#include "daemon/cluster/run_time_sharing.hpp"
 #include "daemon/cluster/wake_fd.hpp"
 
 #include <sandglass/service_time_estimator.hpp>
@@ -130,7 +131,7 @@ class ClusterNode::Impl {
     Deadline deadline;  // the node's own, from the time left by the database's clock
   };
 
-  // The outcome arrays of one statement (sandglass_finish_claim's first ten parameters).
+  // The outcome arrays of one statement (sandglass_finish_claim's outcome parameters).
   struct OutcomeArrays {
     std::string ids, attempts, states, reasons, causes, committed, results, errors, run_us;
   };
@@ -144,15 +145,17 @@ class ClusterNode::Impl {
   // ---- intake (intake.cpp)
   void post(Task run, Respond on_failure = {});
   void intake_loop(std::stop_token st);
-  // The kind's central and tail estimates, from the outcomes of every node (each outcome's
-  // NOTIFY carries its run time); zero when none are known.
+  // The kind's central and tail estimates, from this node's outcomes and the other nodes'
+  // announced ones (each line of an outcome's NOTIFY carries its run time: run_time_sharing.hpp);
+  // zero when none are known.
   std::pair<Duration, Duration> estimates(const std::string& kind);
   void record_run(const std::string& kind, Duration run);
   std::vector<std::int64_t> served_tails();  // the tail estimate of each kind in served_
   // POST /v1/jobs on an intake thread, for the submissions that waited together: the budget
   // left becomes each row's deadline by the database's clock; admission and insert are one
   // statement for all of them (sandglass_submit_claim), which also claims for this node the
-  // ones it may (free workers, ahead of the queue). Each one answered gets an empty respond.
+  // ones it may (free workers, ahead of the queue), and marks the jobs whose submitter waits
+  // (awaited: their outcomes are announced). Each one answered gets an empty respond.
   void insert(PgSession& db, std::vector<Pending>& batch);
   void admitted(PgSession& db, const Pending& p, JobId id, std::string_view verdict,
                 const Respond& respond);
@@ -191,8 +194,9 @@ class ClusterNode::Impl {
   // while some are busy (none: returns at once). Blocks.
   void gather(std::unique_lock<std::mutex>& lock, std::stop_token st);
   // Writes `outcomes` and claims up to `limit` jobs (0: none) in one statement, and starts the
-  // claimed jobs, for which `limit` workers were reserved (the unused are given back). True
-  // when it took `limit` jobs (the queue may hold more). Throws PgError (nothing was started;
+  // claimed jobs, for which `limit` workers were reserved (the unused are given back). It
+  // announces all the outcomes when sharing_ says so, else only the awaited ones. True when it
+  // took `limit` jobs (the queue may hold more). Throws PgError (nothing was started;
   // the reservation is given back; the caller keeps the outcomes).
   bool exchange(PgSession& db, const std::vector<Finish>& outcomes, std::size_t limit);
   // Reserves up to `most` places for jobs about to be claimed; returns how many. A place is a
@@ -236,9 +240,15 @@ class ClusterNode::Impl {
   // rest are the other nodes' sweep's, once this node has left.
   void give_back(PgSession& db);
   static OutcomeArrays outcome_arrays(const std::vector<Finish>& batch);
-  // The ids a statement wrote, of `batch`: counts the stale rest, remembers when each was
-  // sent (for the notify lag).
-  void outcomes_written(const std::vector<Finish>& batch, const std::vector<JobId>& written,
+  // One outcome a statement wrote, and whether it announced it on sandglass_outcome.
+  struct Written {
+    JobId id;
+    bool notified;
+  };
+  // The outcomes a statement wrote, of `batch`: counts the stale rest, remembers when each
+  // announced one was sent (for the notify lag), and learns the run times of the others (an
+  // announced one's is learnt from its NOTIFY, as the other nodes learn it).
+  void outcomes_written(const std::vector<Finish>& batch, const std::vector<Written>& written,
                         TimePoint sent);
 
   // ---- heartbeat (heartbeat.cpp)
@@ -311,6 +321,7 @@ class ClusterNode::Impl {
   // A claiming statement failed since the last take_back_unheld (exec_claiming). Written
   // under orphans_mu_ together with orphans_; read without it only as a hint.
   std::atomic<bool> claims_unknown_{false};
+  RunTimeSharing sharing_;  // claimer thread only: when its exchanges announce all outcomes
   std::mutex orphans_mu_;
   // The server processes of sessions that broke during a claiming statement: each may still
   // be inside that statement's transaction (lost_claims.cpp). Guarded by orphans_mu_.
@@ -322,7 +333,8 @@ class ClusterNode::Impl {
   std::deque<JobId> early_order_;              // guarded by held_mu_: early_cancels_, oldest first
 
   std::mutex lag_mu_;
-  std::unordered_map<JobId, TimePoint> finish_sent_;  // guarded by lag_mu_
+  // Announced outcomes of this node not yet heard back (the notify lag). Guarded by lag_mu_.
+  std::unordered_map<JobId, TimePoint> finish_sent_;
 
   std::mutex heartbeat_mu_;
   std::condition_variable_any heartbeat_cv_;

@@ -55,15 +55,26 @@ ClusterNode::Impl::OutcomeArrays ClusterNode::Impl::outcome_arrays(const std::ve
 }
 
 void ClusterNode::Impl::outcomes_written(const std::vector<Finish>& batch,
-                                         const std::vector<JobId>& written, TimePoint sent) {
+                                         const std::vector<Written>& written, TimePoint sent) {
   if (written.size() < batch.size()) {
     metrics_.stale.Increment(static_cast<double>(batch.size() - written.size()));
     spdlog::info("cluster: {} stale outcome(s) discarded: those jobs were no longer this node's",
                  batch.size() - written.size());
   }
+  // This node's run times: an announced outcome's from its NOTIFY (outcome_noticed, as on every
+  // node), the others' here. A stale outcome teaches nothing (another attempt's counts).
+  std::unordered_set<JobId> unannounced;
+  for (const Written& w : written) {
+    if (!w.notified) unannounced.insert(w.id);
+  }
+  for (const Finish& f : batch) {
+    if (f.outcome.started() && unannounced.contains(f.id)) record_run(f.outcome.kind, f.outcome.timings.run_time);
+  }
   std::lock_guard lock{lag_mu_};
   if (finish_sent_.size() > 4 * kFinishBatch) finish_sent_.clear();  // NOTIFYs lost: forget
-  for (const JobId id : written) finish_sent_[id] = sent;
+  for (const Written& w : written) {
+    if (w.notified) finish_sent_[w.id] = sent;
+  }
 }
 
 void ClusterNode::Impl::give_back(PgSession& db) {
