@@ -95,6 +95,12 @@ bool DeadlineQueue::claim_lock_free(QueueItem& item, TimePoint now, BusyBound bu
   return false;
 }
 
+bool DeadlineQueue::behind_class_order(Priority priority, Deadline deadline) const noexcept {
+  // Seq_cst: read after the caller's failed claim, so a retry reads the clock after the
+  // claim that raised the order (whose deadline came from an earlier clock reading).
+  return ns_since_epoch(deadline.time_point()) < order_[index_of(priority)].load(std::memory_order_seq_cst);
+}
+
 bool DeadlineQueue::fits(const QueueItem& item, std::size_t cls, TimePoint now, BusyBound busy,
                          std::int64_t own) const noexcept {
   if (item.estimate <= Duration::zero()) return true;  // unknown: admit

@@ -188,7 +188,7 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
   if (awaitable) job->extras().awaitable = std::move(awaitable);
 
   // The budget: the earlier of `budget` and `deadline`, defaulted and clamped by the policy.
-  const TimePoint now = Clock::now();
+  TimePoint now = Clock::now();  // later only when admit_lock_free stamps the job again
   std::optional<Duration> requested = spec.budget;
   if (spec.deadline) {
     const Duration until_deadline = spec.deadline->slack(now);
@@ -222,7 +222,9 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
   job->work = figures.central;
   job->group = ks.group;
   // A job with a parent takes the lock: the parent's callback may look at it from now on.
-  if (!spec.parent.can_be_cancelled() && admit_lock_free(job, now)) return JobHandle{std::move(job)};
+  if (!spec.parent.can_be_cancelled() && admit_lock_free(job, now, !spec.deadline)) {
+    return JobHandle{std::move(job)};
+  }
   Admission admission;
   JobRef shed;
   std::string rejection;  // why, for deadline_implausible
@@ -741,17 +743,35 @@ void RuntimeCore::raise_peak(std::size_t queued) noexcept {
   }
 }
 
-bool RuntimeCore::admit_lock_free(JobRef& job, TimePoint now) {
+bool RuntimeCore::admit_lock_free(JobRef& job, TimePoint& now, bool restamp) {
   const DeadlineQueue::BusyBound busy{&RuntimeCore::busy_bound, this};
-  // A job the queue will decline (a rejection, most often) costs no reference count change.
-  if (!queue_.lock_free_may_admit(*job, now, busy)) return false;
-  // Published by the push: the worker that links the job reads them under mu_.
-  job->phase = Job::Phase::queued;
-  job->add_ref();  // the runtime's (see submit)
-  if (!queue_.claim_lock_free(*job, now, busy)) {
-    job->phase = Job::Phase::pending;
-    (void)job->drop_ref();  // never the last: `job` holds one
-    return false;
+  // Submitters of equal budgets read the clock in one order and claim in another: the one
+  // that comes second is behind its class's order, and the locked path would put it into
+  // the queue's tree rather than at the end of its class's run (with four submitters of
+  // no-op jobs, a third of the CPU time went to the tree). Its budget counts from a clock reading taken when it is admitted, as
+  // before, only a later one: every job keeps deadline = enqueued_at + budget, and a reading
+  // taken after the claim that raised the order is later than the one that claim used.
+  constexpr int kRestamps = 3;
+  for (int restamps = 0;; ++restamps) {
+    // A job the queue will decline (a rejection, most often) costs no reference count change.
+    if (queue_.lock_free_may_admit(*job, now, busy)) {
+      // Published by the push: the worker that links the job reads them under mu_.
+      job->phase = Job::Phase::queued;
+      job->add_ref();  // the runtime's (see submit)
+      if (queue_.claim_lock_free(*job, now, busy)) break;
+      job->phase = Job::Phase::pending;
+      (void)job->drop_ref();  // never the last: `job` holds one
+    }
+    if (!restamp || restamps == kRestamps || !queue_.behind_class_order(job->priority, job->deadline)) {
+      return false;
+    }
+    const TimePoint later = Clock::now();
+    const Deadline restamped = Deadline::after(job->budget, later);
+    // Still behind: a job of a longer budget came first, which the locked path overtakes.
+    if (queue_.behind_class_order(job->priority, restamped)) return false;
+    now = later;
+    job->enqueued_at = later;
+    job->deadline = restamped;
   }
   // From here a worker may already run it; `job` (ours) keeps it alive, and what is read
   // below (deadline, estimate) no longer changes.

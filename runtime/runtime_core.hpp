@@ -162,7 +162,11 @@ class RuntimeCore final : public JobSource {
   // Admits `job` without mu_ if the queue's lock-free path takes it (see DeadlineQueue's
   // "The inbox"), then wakes a worker and, if its drop time is due before the timer wakes,
   // the timer. False: nothing happened; admit under mu_.
-  bool admit_lock_free(JobRef& job, TimePoint now);
+  // `restamp`: the job's deadline is `now` + its budget and may be stamped again, with `now`,
+  // at a later clock reading when a concurrent submitter of its class claimed a later
+  // deadline first (see DeadlineQueue::behind_class_order); false for a job whose deadline
+  // the caller gave.
+  bool admit_lock_free(JobRef& job, TimePoint& now, bool restamp);
   // Raises peak_queued_ to `queued`.
   void raise_peak(std::size_t queued) noexcept;
   // An upper bound of what the running jobs still need ÷ workers, from the published slot

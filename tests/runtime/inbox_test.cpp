@@ -105,6 +105,72 @@ TEST_SUITE("Runtime inbox") {
     CHECK(s.queued == 0);
   }
 
+  TEST_CASE("racing submitters of equal budgets: each deadline is its admission time plus "
+            "its budget, and a deadline the caller gave is kept exactly" *
+            doctest::timeout(120)) {
+    // Four submitters, three classes, two budgets and absolute deadlines, behind a busy worker
+    // (the jobs stay queued, so the later ones cannot start before the earlier are linked).
+    // A submitter that read the clock before another but claims its class's order after it
+    // is admitted with a later clock reading (see RuntimeCore::admit_lock_free); a deadline
+    // given as an absolute time must never move.
+    constexpr std::size_t kProducers = 4;
+    constexpr std::size_t kEach = 2000;
+    Runtime rt{{.workers = 1, .capacity = kProducers * kEach + 16}};
+    std::latch running{1};
+    std::latch release{1};
+    JobHandle blocker = rt.submit({.kind = "block", .budget = 60s}, [&](JobContext&) {
+      running.count_down();
+      release.wait();
+    });
+    running.wait();
+    const sandglass::Deadline given = sandglass::Deadline::after(40s);
+    std::vector<std::vector<JobHandle>> handles(kProducers);
+    std::latch go{kProducers};
+    std::vector<std::jthread> producers;
+    for (std::size_t p = 0; p < kProducers; ++p) {
+      producers.emplace_back([&, p] {
+        go.arrive_and_wait();
+        for (std::size_t i = 0; i < kEach; ++i) {
+          const std::size_t n = p * kEach + i;
+          // One budget per class: the racing submitters of a class hold equal budgets.
+          sandglass::JobSpec spec{.kind = n % 3 == 0 ? "even" : "odd"};
+          if (n % 5 == 0) {
+            spec.priority = Priority::critical;
+            spec.deadline = given;
+          } else {
+            spec.priority = n % 2 == 0 ? Priority::high : Priority::normal;
+            spec.budget = n % 2 == 0 ? 20s : 30s;
+          }
+          handles[p].push_back(rt.submit(std::move(spec), [](JobContext& ctx) { ctx.checkpoint(); }));
+        }
+      });
+    }
+    producers.clear();
+    std::size_t given_kept = 0;
+    std::size_t stamped = 0;
+    for (std::size_t p = 0; p < kProducers; ++p) {
+      for (std::size_t i = 0; i < kEach; ++i) {
+        const std::size_t n = p * kEach + i;
+        const sandglass::JobProgress pr = handles[p][i].progress();
+        CAPTURE(n);
+        CHECK_FALSE(pr.started_at.has_value());
+        if (n % 5 == 0) {
+          given_kept += pr.deadline == given ? 1 : 0;
+        } else {
+          CHECK(pr.budget == (n % 2 == 0 ? 20s : 30s));
+          stamped += pr.deadline.time_point() == pr.enqueued_at + pr.budget ? 1 : 0;
+        }
+      }
+    }
+    CHECK(given_kept == kProducers * kEach / 5);
+    CHECK(stamped == kProducers * kEach - kProducers * kEach / 5);
+    release.count_down();
+    CHECK(blocker.wait().reason == Reason::ok);
+    for (auto& mine : handles) {
+      for (JobHandle& h : mine) CHECK(h.wait().reason == Reason::ok);
+    }
+  }
+
   TEST_CASE("jobs admitted lock-free count as work ahead for a later locked decision" *
             doctest::timeout(60)) {
     // Samples kept for an hour: the estimate must not age out during the test.
