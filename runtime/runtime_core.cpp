@@ -746,11 +746,12 @@ void RuntimeCore::raise_peak(std::size_t queued) noexcept {
 bool RuntimeCore::admit_lock_free(JobRef& job, TimePoint& now, bool restamp) {
   const DeadlineQueue::BusyBound busy{&RuntimeCore::busy_bound, this};
   // Submitters of equal budgets read the clock in one order and claim in another: the one
-  // that comes second is behind its class's order, and the locked path would put it into
-  // the queue's tree rather than at the end of its class's run (with four submitters of
-  // no-op jobs, a third of the CPU time went to the tree). Its budget counts from a clock reading taken when it is admitted, as
-  // before, only a later one: every job keeps deadline = enqueued_at + budget, and a reading
-  // taken after the claim that raised the order is later than the one that claim used.
+  // that comes second is behind its class's order and would take the lock, and one preempted
+  // for a while would overtake more of the run than it may join (the run's tail then goes to
+  // the tree). Stamped again, its budget counts from a clock reading taken while it is
+  // admitted, as before, only a later one: every job keeps deadline = enqueued_at + budget,
+  // and a reading taken after the claim that raised the order is later than the one that
+  // claim used.
   constexpr int kRestamps = 3;
   for (int restamps = 0;; ++restamps) {
     // A job the queue will decline (a rejection, most often) costs no reference count change.
