@@ -278,40 +278,61 @@ void DeadlineQueue::run_push(Class& c, QueueItem& item) noexcept {
 }
 
 bool DeadlineQueue::run_place(const Class& c, const QueueItem& item, const QueueItem& key,
-                              TimePoint drop_at, QueueItem*& after, Duration& disorder) noexcept {
+                              TimePoint drop_at, RunPlace& place) noexcept {
   if (item.group != 0) return false;
   if (c.items_max != nullptr && !QueueTree::less(*c.items_max, key)) return false;
-  // The items behind it (the few it overtakes) against its drop time.
+  if (c.run.segment_count == 0) {
+    place = {.after = nullptr, .disorder = Duration::zero(), .new_segment = true};
+    return true;
+  }
+  const RunSegment& last = c.run.segments[c.run.segment_count - 1];
+  // The items behind it (the few it overtakes, all of the last segment) against its drop time.
   Duration need{};
   QueueItem* prev = c.run.tail;
+  bool overtakes_first = false;  // it then becomes the last segment's first
   for (std::size_t walked = 0; prev != nullptr && QueueTree::less(key, *prev); ++walked) {
-    if (walked == kRunWalkBack) return false;
+    if (walked == kRunWalkBack || overtakes_first) return false;
     need = std::max(need, drop_at - prev->drop_at_);
+    overtakes_first = prev == last.first;
     prev = prev->node_.left;
   }
   if (prev == c.run.tail) {
-    // Appended: against the latest drop time in the run (max_drop).
-    if (c.run.head != nullptr) need = std::max(need, c.run.max_drop - drop_at);
-  } else if (prev != nullptr && drop_at < prev->drop_at_) {
+    // Appended: against the latest drop time in the last segment (max_drop); too far before
+    // it (a tail estimate that jumped), it begins a segment of its own if one is free.
+    need = std::max(need, last.max_drop - drop_at);
+    if (need > kRunDisorder) {
+      if (c.run.segment_count == kRunSegments) return false;
+      place = {.after = prev, .disorder = Duration::zero(), .new_segment = true};
+      return true;
+    }
+  } else if (!overtakes_first && drop_at < prev->drop_at_) {
     // Among them: not before the item ahead of it, which is at most the disorder before any
-    // item ahead of it (so neither is this one).
+    // item ahead of it in the segment (so neither is this one).
     return false;
   }
   if (need > kRunDisorder) return false;
-  after = prev;
-  disorder = std::max(c.run.disorder, need);
+  place = {.after = prev, .disorder = std::max(last.disorder, need), .new_segment = false};
   return true;
 }
 
-void DeadlineQueue::run_insert_after(Class& c, QueueItem* after, QueueItem& item,
-                                     Duration disorder) noexcept {
-  c.run.disorder = disorder;
-  c.run.max_drop = std::max(c.run.max_drop, item.drop_at_);
+void DeadlineQueue::run_insert(Class& c, QueueItem& item, const RunPlace& place) noexcept {
+  if (place.new_segment) {
+    c.run.segments[c.run.segment_count++] = {.first = &item, .disorder = Duration::zero(),
+                                             .max_drop = item.drop_at_};
+  } else {
+    RunSegment& last = c.run.segments[c.run.segment_count - 1];
+    last.disorder = place.disorder;
+    last.max_drop = std::max(last.max_drop, item.drop_at_);
+  }
+  QueueItem* const after = place.after;
   if (after == c.run.tail) {
     run_push(c, item);
     return;
   }
   QueueItem* next = after != nullptr ? after->node_.right : c.run.head;
+  // Before the last segment's first: it is the first now (run_place allows no earlier one).
+  RunSegment& last = c.run.segments[c.run.segment_count - 1];
+  if (next == last.first) last.first = &item;
   item.node_.left = after;
   item.node_.right = next;
   (after != nullptr ? after->node_.right : c.run.head) = &item;
@@ -324,16 +345,28 @@ void DeadlineQueue::run_insert_after(Class& c, QueueItem* after, QueueItem& item
 void DeadlineQueue::run_erase(Class& c, QueueItem& item) noexcept {
   QueueItem* prev = item.node_.left;
   QueueItem* next = item.node_.right;
+  // A segment's first: the next item takes its place, unless it begins the next segment (or
+  // the run ends), when the segment is empty. Most often the run's head, the first segment's.
+  for (std::size_t s = 0; s < c.run.segment_count; ++s) {
+    if (c.run.segments[s].first != &item) continue;
+    const bool next_is_ours =
+        next != nullptr && (s + 1 == c.run.segment_count || c.run.segments[s + 1].first != next);
+    if (next_is_ours) {
+      c.run.segments[s].first = next;
+    } else {
+      std::copy(c.run.segments.begin() + static_cast<std::ptrdiff_t>(s + 1),
+                c.run.segments.begin() + static_cast<std::ptrdiff_t>(c.run.segment_count),
+                c.run.segments.begin() + static_cast<std::ptrdiff_t>(s));
+      c.run.segments[--c.run.segment_count] = {};
+    }
+    break;
+  }
   (prev != nullptr ? prev->node_.right : c.run.head) = next;
   (next != nullptr ? next->node_.left : c.run.tail) = prev;
   item.node_.left = item.node_.right = nullptr;
   --c.run.size;
   c.run.sum = add_sat(c.run.sum, -item.counted_);
   item.in_run_ = false;
-  if (c.run.size == 0) {
-    c.run.disorder = Duration::zero();
-    c.run.max_drop = TimePoint::min();
-  }
 }
 
 void DeadlineQueue::flush_run(Class& c) {
@@ -441,10 +474,9 @@ Admission DeadlineQueue::decide(QueueItem& item, TimePoint now, Load load) {
     key.deadline = item.deadline;
     key.seq_ = std::numeric_limits<std::uint64_t>::max();
     Class& c = class_of(item);
-    QueueItem* after = nullptr;
-    Duration disorder{};
-    if (run_place(c, item, key, drop_time(item), after, disorder)) {
-      overtaken_in_run = after != nullptr ? after->node_.right : c.run.head;
+    RunPlace place;
+    if (run_place(c, item, key, drop_time(item), place)) {
+      overtaken_in_run = place.after != nullptr ? place.after->node_.right : c.run.head;
     } else {
       while (c.run.tail != nullptr && QueueTree::less(key, *c.run.tail)) {
         QueueItem& last = *c.run.tail;
@@ -596,21 +628,25 @@ void DeadlineQueue::expire(TimePoint now, std::vector<DroppedItem>& dropped) {
     drain(c.items);
     // The run's drop times grow from its head, but for its disorder: once one seen is more
     // than that after `now`, every one behind it is after `now`.
-    TimePoint seen = TimePoint::min();
-    for (QueueItem* x = c.run.head; x != nullptr;) {
-      QueueItem& item = *x;
-      x = item.node_.right;
-      const Duration disorder = c.run.disorder;  // before unlink() may empty the run
-      seen = std::max(seen, item.drop_at_);
-      if (item.drop_at_ <= now) {
-        const bool expired = item.deadline.expired(now);
-        if (expired || (options_.drop_if_cannot_finish && item.deadline.remaining(now) < item.estimate)) {
-          unlink(item);
-          dropped.push_back({&item, expired ? Reason::expired_in_queue : Reason::too_late_to_start});
+    // Found first, unlinked after: unlinking changes the segments.
+    const std::size_t found_from = dropped.size();
+    for (std::size_t s = 0; s < c.run.segment_count; ++s) {
+      const RunSegment& segment = c.run.segments[s];
+      const QueueItem* const end = s + 1 < c.run.segment_count ? c.run.segments[s + 1].first : nullptr;
+      TimePoint seen = TimePoint::min();
+      for (QueueItem* x = segment.first; x != end; x = x->node_.right) {
+        QueueItem& item = *x;
+        seen = std::max(seen, item.drop_at_);
+        if (item.drop_at_ <= now) {
+          const bool expired = item.deadline.expired(now);
+          if (expired || (options_.drop_if_cannot_finish && item.deadline.remaining(now) < item.estimate)) {
+            dropped.push_back({&item, expired ? Reason::expired_in_queue : Reason::too_late_to_start});
+          }
         }
+        if (saturating_add(seen, -segment.disorder) > now) break;
       }
-      if (saturating_add(seen, -disorder) > now) break;
     }
+    for (std::size_t d = found_from; d < dropped.size(); ++d) unlink(*dropped[d].item);
     for (Tree& parked : c.parked_by_group) drain(parked);
   }
 }
@@ -619,12 +655,16 @@ Deadline DeadlineQueue::next_drop_time() const noexcept {
   TimePoint next = TimePoint::max();
   for (const Class& c : classes_) {
     next = std::min(next, QueueTree::min_drop<kItems>(c.items.root));
-    // The earliest within the run's disorder of its head (see expire).
-    TimePoint seen = TimePoint::min();
-    for (const QueueItem* x = c.run.head; x != nullptr; x = x->node_.right) {
-      next = std::min(next, x->drop_at_);
-      seen = std::max(seen, x->drop_at_);
-      if (saturating_add(seen, -c.run.disorder) >= next) break;
+    // The earliest within each run segment's disorder of its first (see expire).
+    for (std::size_t s = 0; s < c.run.segment_count; ++s) {
+      const RunSegment& segment = c.run.segments[s];
+      const QueueItem* const end = s + 1 < c.run.segment_count ? c.run.segments[s + 1].first : nullptr;
+      TimePoint seen = TimePoint::min();
+      for (const QueueItem* x = segment.first; x != end; x = x->node_.right) {
+        next = std::min(next, x->drop_at_);
+        seen = std::max(seen, x->drop_at_);
+        if (saturating_add(seen, -segment.disorder) >= next) break;
+      }
     }
     for (const Tree& parked : c.parked_by_group) {
       next = std::min(next, QueueTree::min_drop<kItems>(parked.root));
@@ -749,10 +789,9 @@ void DeadlineQueue::link(QueueItem& item) {
   item.unparked_ = false;
   // Into the run when it comes last in its class, or a few items before the run's end, by
   // deadline and by latest start.
-  QueueItem* after = nullptr;
-  Duration disorder{};
-  if (run_place(c, item, item, item.drop_at_, after, disorder)) {
-    run_insert_after(c, after, item, disorder);
+  RunPlace place;
+  if (run_place(c, item, item, item.drop_at_, place)) {
+    run_insert(c, item, place);
   } else {
     tree_insert(c, item);
   }

@@ -195,8 +195,7 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
     requested = requested ? std::min(*requested, until_deadline) : until_deadline;
   }
   job->budget = options_.budget.grant(requested).budget;
-  job->deadline = Deadline::after(job->budget, now);
-  job->enqueued_at = now;
+  stamp(*job, now);
 
   if (spec.parent.cancelled()) {
     // Nobody upstream wants the result any more: do not let it take a queue slot.
@@ -233,6 +232,13 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
   {
     Lock lock = lock_hot_path();
     const std::uint64_t spliced = queue_.spliced_total();
+    // Behind its class's order (see admit_lock_free): a submitter of an equal budget that was
+    // preempted between its clock reading and here would overtake the run's whole tail, which
+    // then goes into the tree. A reading taken now is later than that of every claim so far.
+    if (!spec.deadline && queue_.behind_class_order(job->priority, job->deadline)) {
+      now = Clock::now();
+      stamp(*job, now);
+    }
     const Load load = load_for(ks, now);
     admission = queue_.admit(*job, now, load);
     if (admission.reason == Reason::deadline_implausible) {
@@ -736,6 +742,11 @@ Deadline RuntimeCore::drop_time_of(const Job& job) const noexcept {
              : job.deadline;
 }
 
+void RuntimeCore::stamp(Job& job, TimePoint now) noexcept {
+  job.enqueued_at = now;
+  job.deadline = Deadline::after(job.budget, now);
+}
+
 void RuntimeCore::raise_peak(std::size_t queued) noexcept {
   std::size_t peak = peak_queued_.load(std::memory_order_relaxed);
   while (queued > peak &&
@@ -766,13 +777,10 @@ bool RuntimeCore::admit_lock_free(JobRef& job, TimePoint& now, bool restamp) {
     if (!restamp || restamps == kRestamps || !queue_.behind_class_order(job->priority, job->deadline)) {
       return false;
     }
-    const TimePoint later = Clock::now();
-    const Deadline restamped = Deadline::after(job->budget, later);
-    // Still behind: a job of a longer budget came first, which the locked path overtakes.
-    if (queue_.behind_class_order(job->priority, restamped)) return false;
-    now = later;
-    job->enqueued_at = later;
-    job->deadline = restamped;
+    // Still behind after this: a job of a longer budget came first (the locked path overtakes
+    // it), or this thread was preempted again; either way the next round decides.
+    now = Clock::now();
+    stamp(*job, now);
   }
   // From here a worker may already run it; `job` (ours) keeps it alive, and what is read
   // below (deadline, estimate) no longer changes.

@@ -167,6 +167,9 @@ class RuntimeCore final : public JobSource {
   // deadline first (see DeadlineQueue::behind_class_order); false for a job whose deadline
   // the caller gave.
   bool admit_lock_free(JobRef& job, TimePoint& now, bool restamp);
+  // Admits `job` at `now`: its deadline is `now` + its budget (when the caller gave none, a
+  // later `now` may stamp it again before it is queued; see admit_lock_free).
+  static void stamp(Job& job, TimePoint now) noexcept;
   // Raises peak_queued_ to `queued`.
   void raise_peak(std::size_t queued) noexcept;
   // An upper bound of what the running jobs still need ÷ workers, from the published slot

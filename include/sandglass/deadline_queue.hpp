@@ -298,18 +298,35 @@ class DeadlineQueue {
     QueueItem* root = nullptr;
     std::size_t size = 0;
   };
-  // Items in key order, each latest start at or after the one before (see the file comment).
+  // A stretch of the run whose drop times are nearly in order: an item's is at most
+  // `disorder` (≤ kRunDisorder) before that of any item ahead of it in the segment, so
+  // `expire` and `next_drop_time` look at the items within `disorder` of the segment's first
+  // only. `max_drop` bounds every drop time in the segment from above. A segment ends where
+  // the next one begins (or with the run).
+  struct RunSegment {
+    QueueItem* first = nullptr;
+    Duration disorder{};
+    TimePoint max_drop = TimePoint::min();
+  };
+  // Segments a run may have: an appended item whose drop time is more than kRunDisorder
+  // before the last segment's latest starts a new one (a tail estimate that jumped); with
+  // this many, it goes to the tree.
+  static constexpr std::size_t kRunSegments = 4;
+  // Items in key order, in up to kRunSegments segments (see the file comment).
   struct Run {
     QueueItem* head = nullptr;
     QueueItem* tail = nullptr;
     std::size_t size = 0;
     std::int64_t sum = 0;  // their work, ns
-    // Drop times are nearly in order: an item's is at most `disorder` (≤ kRunDisorder) before
-    // that of any item ahead of it, so `expire` and `next_drop_time` look at the items within
-    // `disorder` of the head's only. `max_drop` bounds every drop time in the run from above.
-    // Both reset when the run empties.
+    std::array<RunSegment, kRunSegments> segments{};  // the first `segment_count`, in order
+    std::size_t segment_count = 0;         // zero exactly when the run is empty
+  };
+  // Where an item joins a run (run_place): after `after` (nullptr: at the head), with the
+  // last segment's `disorder` then, or as the first of a new segment at the run's end.
+  struct RunPlace {
+    QueueItem* after = nullptr;
     Duration disorder{};
-    TimePoint max_drop = TimePoint::min();
+    bool new_segment = false;
   };
   struct Class {
     Tree items;
@@ -342,8 +359,9 @@ class DeadlineQueue {
   void tree_erase(Class& c, QueueItem& item) noexcept;
   void run_push(Class& c, QueueItem& item) noexcept;
   static constexpr std::size_t kRunWalkBack = 8;
-  // The most a run item's drop time may be before one ahead of it (an estimate that moved
-  // between two submits); more, and the newcomer goes to the tree.
+  // The most a run item's drop time may be before one ahead of it in its segment (an
+  // estimate that moved between two submits); more, and an appended newcomer starts a new
+  // segment (one that overtakes items goes to the tree).
   static constexpr Duration kRunDisorder = std::chrono::microseconds{50};
   // When `expire` removes `item` (once its estimate is known).
   TimePoint drop_time(const QueueItem& item) const noexcept {
@@ -352,13 +370,13 @@ class DeadlineQueue {
                : item.deadline.time_point();
   }
   // Where `item` (drop time `drop_at`, ordered as `key`) may join its class's run: true with
-  // `after` the run item it follows (nullptr: the head) and the run's `disorder` with it, when
-  // it is of no group, no tree item comes after it, at most kRunWalkBack run items do, and the
-  // drop times stay within kRunDisorder of order.
+  // `place` set, when it is of no group, no tree item comes after it, at most kRunWalkBack
+  // items of the run's last segment do (and none of an earlier one), and the drop times stay
+  // within kRunDisorder of order in that segment, or it comes last and a new segment is free.
   static bool run_place(const Class& c, const QueueItem& item, const QueueItem& key,
-                        TimePoint drop_at, QueueItem*& after, Duration& disorder) noexcept;
-  // Links `item` into the run after `after` (nullptr: at the head); `disorder` from run_place.
-  void run_insert_after(Class& c, QueueItem* after, QueueItem& item, Duration disorder) noexcept;
+                        TimePoint drop_at, RunPlace& place) noexcept;
+  // Links `item` into the run where run_place said.
+  void run_insert(Class& c, QueueItem& item, const RunPlace& place) noexcept;
   void run_erase(Class& c, QueueItem& item) noexcept;
   void flush_run(Class& c);  // moves the run into the tree
   static QueueItem* class_front(Class& c) noexcept;

@@ -619,4 +619,87 @@ TEST_SUITE("DeadlineQueue admission") {
       CHECK(expired > 1000);
     }
   }
+
+  TEST_CASE("tail estimates that jump by milliseconds: the run's items still leave exactly at "
+            "their latest start, pop in EDF order, and next_drop_time names the earliest") {
+    // Deadlines in order (a few overtake the last items), estimates in regimes that change
+    // every few dozen arrivals between 1 ms and up to 9 ms: the latest starts of an arrival
+    // fall milliseconds before those queued just before it. Each jump begins a new segment of
+    // the run (up to four; then the tree). Pops, removals and expiries interleave; a
+    // brute-force model says what each must do.
+    struct Modelled {
+      Item* item;
+      std::uint64_t seq;
+      TimePoint drop;  // its latest start
+    };
+    auto before = [](const Modelled& a, const Modelled& b) {
+      return std::tie(a.item->priority, a.item->deadline, a.seq) <
+             std::tie(b.item->priority, b.item->deadline, b.seq);
+    };
+    for (std::uint32_t seed : {31u, 32u, 33u, 34u, 35u, 36u}) {
+      CAPTURE(seed);
+      std::mt19937 rng{seed};
+      auto in = [&](std::uint32_t n) { return std::uniform_int_distribution<std::uint32_t>{0, n - 1}(rng); };
+      Items items;
+      DeadlineQueue q{{.capacity = 8192, .workers = 2}};
+      std::vector<Modelled> model;
+      std::uint64_t seq = 0;
+      std::array<TimePoint, 2> last{kNow, kNow};
+      TimePoint now = kNow;
+      Duration regime = 1ms;
+      int expired = 0;
+      int popped = 0;
+      for (int step = 0; step < 6000; ++step) {
+        const std::uint32_t op = in(20);
+        if (in(40) == 0) regime = (1 + in(9)) * 1ms;
+        if (op < 14 || model.empty()) {
+          const std::uint32_t cls = in(4) == 0 ? 0 : 1;
+          const Duration estimate = regime + in(20) * 1us;
+          last[cls] = std::max(last[cls] + in(4) * 20us, now + 12ms);
+          const TimePoint deadline = last[cls] - (in(8) == 0 ? in(60) * 1us : 0us);
+          Item& item = items.add(step, static_cast<Priority>(cls), deadline, estimate, 1us);
+          if (q.admit(item, now).admitted()) model.push_back({&item, ++seq, deadline - estimate});
+        } else if (op < 15) {
+          const std::size_t victim = in(static_cast<std::uint32_t>(model.size()));
+          CHECK(q.remove(*model[victim].item));
+          model.erase(model.begin() + static_cast<std::ptrdiff_t>(victim));
+        } else if (op < 17) {
+          // Nothing is due at `now` (expire ran at it): pop gives the EDF first.
+          std::vector<DroppedItem> dropped;
+          QueueItem* item = q.pop(now, dropped);
+          CHECK(dropped.empty());
+          const auto first = std::min_element(model.begin(), model.end(), before);
+          CHECK(id_of(item) == first->item->id);
+          model.erase(first);
+          ++popped;
+        } else {
+          now += in(400) * 1us;
+          std::vector<DroppedItem> dropped;
+          q.expire(now, dropped);
+          std::set<int> due;
+          for (const Modelled& m : model) {
+            if (m.drop < now) due.insert(m.item->id);
+          }
+          const std::vector<int> ids = ids_of(dropped);
+          CHECK(std::set<int>(ids.begin(), ids.end()) == due);
+          CHECK(ids.size() == due.size());
+          expired += static_cast<int>(due.size());
+          std::erase_if(model, [&](const Modelled& m) { return due.count(m.item->id) != 0; });
+          REQUIRE(q.size() == model.size());
+          if (!model.empty()) {
+            TimePoint earliest = TimePoint::max();
+            for (const Modelled& m : model) earliest = std::min(earliest, m.drop);
+            CHECK(q.next_drop_time() == Deadline::at(earliest + sandglass::Duration{1}));
+          } else {
+            CHECK(q.next_drop_time().is_never());
+          }
+        }
+        REQUIRE(q.size() == model.size());
+      }
+      CAPTURE(expired);
+      CAPTURE(popped);
+      CHECK(expired > 200);
+      CHECK(popped > 200);
+    }
+  }
 }
