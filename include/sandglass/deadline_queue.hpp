@@ -40,14 +40,16 @@
 //
 // The in-order run: jobs usually arrive in deadline order (one budget per class, or budgets
 // that grow with time). An item of no group whose deadline is at or after every queued item of
-// its class, and whose latest useful start is at most kRunDisorder (50 µs) before that of
-// any item in the run (a tail estimate that moved between two submits), is appended to its
-// class's run, a linked list, instead of the tree; `expire` and `next_drop_time` look at the
-// run's items within that disorder of its head: admitting it (it overtakes
+// its class is appended to its class's run, a linked list, instead of the tree. The run is
+// cut into up to kRunSegments segments: within one, a latest useful start is at most
+// kRunDisorder (50 µs) before that of any item ahead of it (a tail estimate that moved
+// between two submits); an item further before the last segment's (a tail estimate that
+// jumped by milliseconds) begins a new segment, or with all in use goes to the tree. `expire` and `next_drop_time` look at each
+// segment's items within its disorder of its first: admitting it (it overtakes
 // nobody, so the work ahead is the class's whole sum and no promise can break), linking it and
 // popping it are O(1). A newcomer that overtakes at most kRunWalkBack (8) items at the run's
-// end, and none in the tree, joins the run among them if the drop times stay that near order
-// (concurrent submitters reorder a few jobs): its work ahead and the promises of the items it
+// end (all of its last segment), and none in the tree, joins the run among them if the drop
+// times stay that near order (concurrent submitters reorder a few jobs): its work ahead and the promises of the items it
 // overtakes are read by walking those few, O(8). Any other newcomer that would overtake part
 // of the run first moves that part, the run's tail, into the tree (each item at most once,
 // O(log n) each), so the prediction stays the exact EDF order; `remove` and `expire` take an
