@@ -95,10 +95,13 @@ bool DeadlineQueue::claim_lock_free(QueueItem& item, TimePoint now, BusyBound bu
   return false;
 }
 
-bool DeadlineQueue::behind_class_order(Priority priority, Deadline deadline) const noexcept {
+Duration DeadlineQueue::behind_class_order(Priority priority, Deadline deadline) const noexcept {
   // Seq_cst: read after the caller's failed claim, so a retry reads the clock after the
-  // claim that raised the order (whose deadline came from an earlier clock reading).
-  return ns_since_epoch(deadline.time_point()) < order_[index_of(priority)].load(std::memory_order_seq_cst);
+  // claim that raised the order (whose deadline came from an earlier clock reading). The
+  // order is one above the latest deadline (see raised()).
+  const std::int64_t latest = add_sat(order_[index_of(priority)].load(std::memory_order_seq_cst), -1);
+  const std::int64_t d = ns_since_epoch(deadline.time_point());
+  return std::chrono::nanoseconds{d < latest ? add_sat(latest, -d) : 0};
 }
 
 bool DeadlineQueue::fits(const QueueItem& item, std::size_t cls, TimePoint now, BusyBound busy,

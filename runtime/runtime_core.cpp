@@ -235,7 +235,7 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
     // Behind its class's order (see admit_lock_free): a submitter of an equal budget that was
     // preempted between its clock reading and here would overtake the run's whole tail, which
     // then goes into the tree. A reading taken now is later than that of every claim so far.
-    if (!spec.deadline && queue_.behind_class_order(job->priority, job->deadline)) {
+    if (!spec.deadline && may_restamp(queue_.behind_class_order(job->priority, job->deadline))) {
       now = Clock::now();
       stamp(*job, now);
     }
@@ -742,6 +742,14 @@ Deadline RuntimeCore::drop_time_of(const Job& job) const noexcept {
              : job.deadline;
 }
 
+bool RuntimeCore::may_restamp(Duration behind) noexcept {
+  // Further behind, it is a job of a shorter budget than one queued (a later clock reading
+  // would not help; a rejection, say, should not pay for one); within this, a submitter that
+  // was preempted for a time slice or two between its clock reading and its claim.
+  constexpr Duration kRestampWithin = std::chrono::milliseconds{10};
+  return behind > Duration::zero() && behind <= kRestampWithin;
+}
+
 void RuntimeCore::stamp(Job& job, TimePoint now) noexcept {
   job.enqueued_at = now;
   job.deadline = Deadline::after(job.budget, now);
@@ -774,7 +782,8 @@ bool RuntimeCore::admit_lock_free(JobRef& job, TimePoint& now, bool restamp) {
       job->phase = Job::Phase::pending;
       (void)job->drop_ref();  // never the last: `job` holds one
     }
-    if (!restamp || restamps == kRestamps || !queue_.behind_class_order(job->priority, job->deadline)) {
+    if (!restamp || restamps == kRestamps ||
+        !may_restamp(queue_.behind_class_order(job->priority, job->deadline))) {
       return false;
     }
     // Still behind after this: a job of a longer budget came first (the locked path overtakes

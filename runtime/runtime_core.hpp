@@ -170,6 +170,9 @@ class RuntimeCore final : public JobSource {
   // Admits `job` at `now`: its deadline is `now` + its budget (when the caller gave none, a
   // later `now` may stamp it again before it is queued; see admit_lock_free).
   static void stamp(Job& job, TimePoint now) noexcept;
+  // True if a job `behind` its class's order (DeadlineQueue::behind_class_order) is worth a
+  // second clock reading: behind by a little.
+  static bool may_restamp(Duration behind) noexcept;
   // Raises peak_queued_ to `queued`.
   void raise_peak(std::size_t queued) noexcept;
   // An upper bound of what the running jobs still need ÷ workers, from the published slot

@@ -206,12 +206,12 @@ class DeadlineQueue {
   // nothing). Together they decide as admit_lock_free.
   bool lock_free_may_admit(QueueItem& item, TimePoint now, BusyBound busy) noexcept;
   bool claim_lock_free(QueueItem& item, TimePoint now, BusyBound busy) noexcept;
-  // True if an item of class `priority` with a deadline at or after `deadline` was admitted:
-  // the lock-free path declines an item with that deadline (it would overtake queued work).
-  // Concurrent submitters of equal budgets get here when one read the clock earlier but
-  // claimed later; a caller whose deadline is "now + budget" may read the clock again and
-  // retry with the later deadline. Any thread.
-  bool behind_class_order(Priority priority, Deadline deadline) const noexcept;
+  // How far `deadline` is before the latest deadline admitted to class `priority` (zero: not
+  // before it): the lock-free path declines an item that is behind (it would overtake queued
+  // work). Concurrent submitters of equal budgets are behind by a little when one read the
+  // clock earlier but claimed later; a caller whose deadline is "now + budget" may read the
+  // clock again and retry with the later deadline. Any thread.
+  Duration behind_class_order(Priority priority, Deadline deadline) const noexcept;
   // Links the items admit_lock_free pushed, in arrival order. O(log n) each, O(1) for items
   // that extend their class's in-order run.
   void splice();
