@@ -576,10 +576,11 @@ ClaimRun run_claimers(Cluster& c, std::size_t claimers, std::size_t exchanges, s
 }
 
 // The cluster's nodes stopped (SIGSTOP) for the object's life, then continued. An idle node
-// claims every poll_ms, and a claim of the kinds it serves walks the whole queue in claim order
-// when none of them is queued: over the claims step's claimbench rows, about 25 ms of server
-// CPU a time (measured, 54,000 rows), three nodes every 50 ms, most of the machine's two
-// cores. The claims step measures the claimers' statements, not that.
+// claims every poll_ms; before 009_hungry_nodes.sql a claim of the kinds it serves walked the
+// whole queue in claim order when none of them was queued: over the claims step's claimbench
+// rows, about 25 ms of server CPU a time (measured, 54,000 rows), three nodes every 50 ms. An
+// idle (hungry) node of 009 looks with a few index descents instead, but the claims step still
+// measures the claimers' statements alone (and compares with older builds).
 class PausedNodes {
  public:
   explicit PausedNodes(Cluster& c) : c_{c} {

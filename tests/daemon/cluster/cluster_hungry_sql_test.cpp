@@ -63,6 +63,11 @@ class AsyncSession {
   void send(const std::string& sql) {
     if (PQsendQuery(conn_.get(), sql.c_str()) == 0) throw std::runtime_error{PQerrorMessage(conn_.get())};
   }
+  // The first value of `sql`'s first row ("" when none). Blocks.
+  std::string scalar(const std::string& sql) {
+    send(sql);
+    return result();
+  }
   // The first value of the statement sent. Blocks until it has ended.
   std::string result() {
     std::string value;
@@ -169,6 +174,52 @@ TEST_CASE("a claim that turns hungry waits for an open submission that read the 
   CHECK(db.pg.scalar("SELECT string_agg(id || ':' || state || ':' || coalesce(owner, ''), ',' "
                      "ORDER BY id) FROM sandglass_jobs") == "1:running:n1/1,2:running:n1/1");
   CHECK(db.pg.scalar("SELECT sum(queued) FROM sandglass_counters") == "0");
+}
+
+// The idle poll: a claim walks the queue in claim order past every queued job of other kinds.
+// A hungry node's claim looks first whether there is anything for it (index descents) and reads
+// none of those rows; pg_stat_get_xact_tuples_returned counts the queue index's entries this
+// transaction's scans returned.
+TEST_CASE("a hungry node's claim reads none of the queued jobs of other kinds when none of its "
+          "own is queued and none has expired" * doctest::timeout(120)) {
+  MigratedDb db;
+  db.pg.execute(
+      "INSERT INTO sandglass_jobs (kind, args, priority, budget_us, work_us, deadline) "
+      "SELECT CASE WHEN g % 3 = 0 THEN 'spin' ELSE 'exec' END, '{}', (g % 4)::smallint, 60000000, 5, "
+      "clock_timestamp() + (30 + g % 30) * interval '1 second' FROM generate_series(1, 300) g");
+  db.pg.execute("ANALYZE sandglass_jobs");
+  CHECK(hunger(db.pg) == "n1/1:true");
+  AsyncSession s{db.pg.conninfo()};
+  const std::string read = "SELECT pg_stat_get_xact_tuples_returned('sandglass_jobs_queue'::regclass)";
+  const std::string sleep_claim =
+      "SELECT coalesce(string_agg(coalesce(job_id::text, 'retired ' || retired), ',' ORDER BY job_id), '') "
+      "FROM sandglass_claim('n1/1', 'n1', 2, '{sleep}', '{0}')";
+
+  s.exec("BEGIN");
+  CHECK(s.scalar(sleep_claim).empty());
+  CHECK(s.scalar(read) == "4");  // the head of each class, for its deadline
+  s.exec("COMMIT");
+  CHECK(hunger(db.pg) == "n1/1:true");
+
+  SUBCASE("a job of its kind behind them is still found") {
+    const std::string id = db.pg.scalar(
+        "INSERT INTO sandglass_jobs (kind, args, priority, budget_us, work_us, deadline) VALUES "
+        "('sleep', '{}', 3, 60000000, 5, clock_timestamp() + interval '90 s') RETURNING id");
+    CHECK(s.scalar(sleep_claim) == id);
+    CHECK(hunger(db.pg) == "n1/1:true");  // one of the two it asked for
+  }
+  SUBCASE("an expired job of another kind is still retired") {
+    db.pg.execute("UPDATE sandglass_jobs SET deadline = clock_timestamp() - interval '1 s' WHERE id = 7");
+    CHECK(s.scalar(sleep_claim) == "retired 1");
+    CHECK(db.pg.scalar("SELECT reason FROM sandglass_jobs WHERE id = 7") == "expired_in_queue");
+  }
+  SUBCASE("a node that is not hungry walks as before") {
+    db.pg.execute("UPDATE sandglass_hunger SET hungry = false");
+    s.exec("BEGIN");
+    CHECK(s.scalar(sleep_claim).empty());
+    CHECK(std::stoi(s.scalar(read)) >= 300);
+    s.exec("COMMIT");
+  }
 }
 
 }  // TEST_SUITE
