@@ -310,6 +310,17 @@ std::string statement_times(Postgres& pg, std::size_t top) {
   return out;
 }
 
+// How many times the nodes' functions called pg_notify since the statistics were last reset, by
+// channel (pg_stat_statements, nested included: the statement texts of 003-009): each call's
+// transaction takes PostgreSQL's NOTIFY lock at commit.
+std::string notify_counts(Postgres& pg) {
+  const auto rows = pg.query(
+      "SELECT coalesce(sum(calls) FILTER (WHERE query LIKE '%pg_notify(%kn.name)%'), 0), "
+      "coalesce(sum(calls) FILTER (WHERE query LIKE '%pg_notify(%v_payload)%'), 0) FROM pg_stat_statements");
+  return fmt::format("pg_notify statements: sandglass_queued (one per kind) {}, sandglass_outcome {}",
+                     rows[0][0], rows[0][1]);
+}
+
 void throughput(Cluster& c, std::size_t jobs, std::size_t clients, bool verbose) {
   reset_queue(c.pg);
   function_times(c.pg);
@@ -348,7 +359,10 @@ void throughput(Cluster& c, std::size_t jobs, std::size_t clients, bool verbose)
               static_cast<double>(jobs) / submit_s, refused.load(), bucket_quantile(buckets, 0.5),
               bucket_quantile(buckets, 0.99));
   std::printf("    database time (track_functions): %s\n", function_times(c.pg).c_str());
-  if (verbose) std::printf("    statements (pg_stat_statements, nested included):\n%s", statement_times(c.pg, 25).c_str());
+  if (verbose) {
+    std::printf("    %s\n", notify_counts(c.pg).c_str());
+    std::printf("    statements (pg_stat_statements, nested included):\n%s", statement_times(c.pg, 25).c_str());
+  }
 }
 
 void cancel_latency(Cluster& c, int rounds) {
@@ -562,10 +576,11 @@ ClaimRun run_claimers(Cluster& c, std::size_t claimers, std::size_t exchanges, s
 }
 
 // The cluster's nodes stopped (SIGSTOP) for the object's life, then continued. An idle node
-// claims every poll_ms, and a claim of the kinds it serves walks the whole queue in claim order
-// when none of them is queued: over the claims step's claimbench rows, about 25 ms of server
-// CPU a time (measured, 54,000 rows), three nodes every 50 ms, most of the machine's two
-// cores. The claims step measures the claimers' statements, not that.
+// claims every poll_ms; before 009_hungry_nodes.sql a claim of the kinds it serves walked the
+// whole queue in claim order when none of them was queued: over the claims step's claimbench
+// rows, about 25 ms of server CPU a time (measured, 54,000 rows), three nodes every 50 ms. An
+// idle (hungry) node of 009 looks with a few index descents instead, but the claims step still
+// measures the claimers' statements alone (and compares with older builds).
 class PausedNodes {
  public:
   explicit PausedNodes(Cluster& c) : c_{c} {

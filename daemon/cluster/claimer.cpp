@@ -5,6 +5,12 @@
 // are announced to the other nodes when awaited, and all of one exchange per kShareRunTimes
 // (the other nodes' run-time learning): exchange.
 //
+// Wake-ups. Every place that frees up here (a job's end, a claimed job refused or dropped, an
+// unused reservation of a claim at insert) brings the claimer to claim again, so a node needs
+// sandglass_queued only while its last claim came back short: the database sends it only then
+// (the node is hungry, 009_hungry_nodes.sql relies on this); the poll (poll_ms) stays the
+// fallback.
+//
 // Claiming ahead. A worker that ends a job would otherwise wait for the next claim's round trip
 // (plus the gather's wait) before it has work again: under overload, with 100 ms jobs, 10-20 %
 // of the workers' time on this 2-core machine, while admission counts every worker as draining

@@ -1,6 +1,7 @@
 // The listener thread of a cluster node (node_impl.hpp): one connection that LISTENs on
 // sandglass_outcome (answers this node's waiters, learns run times), sandglass_cancel (cancels
-// a local job) and sandglass_queued (wakes the claimer); after a reconnect it reads what the
+// a local job) and sandglass_queued (wakes the claimer: sent only while some node is hungry,
+// i.e. its last claim came back short, 009_hungry_nodes.sql); after a reconnect it reads what the
 // NOTIFYs it missed would have said. An outcome is announced only when its job is awaited or
 // its node shares that batch's run times (008_awaited_outcomes.sql); every waiter registered
 // here is for an awaited job (its submission's statement marked it), so its NOTIFY comes. The

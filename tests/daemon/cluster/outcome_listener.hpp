@@ -1,14 +1,19 @@
-// outcome_listener.hpp — the test's own LISTEN on sandglass_outcome, to see which outcomes the
-// cluster announces (daemon/cluster/migrations/008_awaited_outcomes.sql).
+// outcome_listener.hpp — the test's own LISTEN on one of the cluster's channels, to see what the
+// cluster announces: NotifyListener for any channel (payloads as sent), OutcomeListener for
+// sandglass_outcome (job ids; daemon/cluster/migrations/008_awaited_outcomes.sql).
 //
 //   OutcomeListener heard{c.pg};        // LISTENs from now on
 //   ... jobs end ...
 //   std::vector<std::uint64_t> ids = heard.announced();   // every id announced until now
 //
-// `announced` is exact, not a sample: it sends a NOTIFY on a channel of its own from another
-// connection and reads until that one arrives. PostgreSQL delivers a session's notifications
-// in commit order, so every outcome announced by a transaction that committed before the call
-// has arrived by then.
+//   NotifyListener queued{c.pg, "sandglass_queued"};
+//   ... jobs are queued ...
+//   std::vector<std::string> kinds = queued.payloads();    // every payload sent until now
+//
+// Both are exact, not samples: they send a NOTIFY on a channel of their own from another
+// connection and read until that one arrives. PostgreSQL delivers a session's notifications in
+// commit order, so everything announced by a transaction that committed before the call has
+// arrived by then.
 //
 // Thread safety: one thread uses an object.
 #pragma once
@@ -28,19 +33,20 @@
 
 namespace sandglass::testing {
 
-class OutcomeListener {
+class NotifyListener {
  public:
-  explicit OutcomeListener(const PostgresServer& pg) : pg_{pg}, conn_{PQconnectdb(pg.conninfo().c_str())} {
+  NotifyListener(const PostgresServer& pg, std::string channel)
+      : pg_{pg}, channel_{std::move(channel)}, conn_{PQconnectdb(pg.conninfo().c_str())} {
     if (PQstatus(conn_.get()) != CONNECTION_OK) throw std::runtime_error{PQerrorMessage(conn_.get())};
-    exec("LISTEN sandglass_outcome; LISTEN outcome_listener_fence");
+    exec("LISTEN " + channel_ + "; LISTEN notify_listener_fence");
   }
 
-  // The job ids of every line announced on sandglass_outcome since the last call (or since
-  // construction), in the order announced. Blocks up to 10 s for its own fence.
-  std::vector<std::uint64_t> announced() {
+  // The payloads of every NOTIFY on the channel since the last call (or since construction), in
+  // the order sent. Blocks up to 10 s for its own fence.
+  std::vector<std::string> payloads() {
     const std::string fence = std::to_string(++fences_);
-    pg_.execute("SELECT pg_notify('outcome_listener_fence', '" + fence + "')");
-    std::vector<std::uint64_t> ids;
+    pg_.execute("SELECT pg_notify('notify_listener_fence', '" + fence + "')");
+    std::vector<std::string> out;
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds{10};
     while (std::chrono::steady_clock::now() < until) {
       if (PQconsumeInput(conn_.get()) == 0) throw std::runtime_error{PQerrorMessage(conn_.get())};
@@ -48,23 +54,16 @@ class OutcomeListener {
         const std::string channel = n->relname;
         const std::string payload = n->extra;
         PQfreemem(n);
-        if (channel == "outcome_listener_fence") {
-          if (payload == fence) return ids;
+        if (channel == "notify_listener_fence") {
+          if (payload == fence) return out;
           continue;
         }
-        // One line "ID KIND RUN_US" per outcome (003_batched.sql).
-        std::string_view lines{payload};
-        while (!lines.empty()) {
-          const std::size_t nl = lines.find('\n');
-          const std::string_view line = lines.substr(0, nl);
-          ids.push_back(std::stoull(std::string{line.substr(0, line.find(' '))}));
-          lines = nl == std::string_view::npos ? std::string_view{} : lines.substr(nl + 1);
-        }
+        out.push_back(payload);
       }
       pollfd p{.fd = PQsocket(conn_.get()), .events = POLLIN, .revents = 0};
       ::poll(&p, 1, 100);
     }
-    throw std::runtime_error{"OutcomeListener: its own fence NOTIFY did not arrive within 10 s"};
+    throw std::runtime_error{"NotifyListener: its own fence NOTIFY did not arrive within 10 s"};
   }
 
  private:
@@ -80,8 +79,34 @@ class OutcomeListener {
   }
 
   const PostgresServer& pg_;
+  std::string channel_;
   std::unique_ptr<PGconn, ConnDeleter> conn_;
   int fences_ = 0;
+};
+
+class OutcomeListener {
+ public:
+  explicit OutcomeListener(const PostgresServer& pg) : listener_{pg, "sandglass_outcome"} {}
+
+  // The job ids of every line announced on sandglass_outcome since the last call (or since
+  // construction), in the order announced. Blocks up to 10 s for its own fence.
+  std::vector<std::uint64_t> announced() {
+    std::vector<std::uint64_t> ids;
+    for (const std::string& payload : listener_.payloads()) {
+      // One line "ID KIND RUN_US" per outcome (003_batched.sql).
+      std::string_view lines{payload};
+      while (!lines.empty()) {
+        const std::size_t nl = lines.find('\n');
+        const std::string_view line = lines.substr(0, nl);
+        ids.push_back(std::stoull(std::string{line.substr(0, line.find(' '))}));
+        lines = nl == std::string_view::npos ? std::string_view{} : lines.substr(nl + 1);
+      }
+    }
+    return ids;
+  }
+
+ private:
+  NotifyListener listener_;
 };
 
 }  // namespace sandglass::testing
