@@ -6,8 +6,9 @@
 //   co_await rt.async_submit({.kind = "resize", .budget = 800ms}, handler,
 //                            boost::asio::use_awaitable);          // a JobSpecRef
 //
-// Time rules: `budget` is relative (from submission), `deadline` absolute; when both are given
-// the earlier wins. With neither, the runtime's default budget applies; a budget above the
+// Time rules: `budget` is relative (from admission, a clock reading inside `submit`: the
+// job's `enqueued_at`), `deadline` absolute and never moved; when both are given the earlier
+// wins. With neither, the runtime's default budget applies; a budget above the
 // maximum is clamped (see `BudgetPolicy`).
 //
 // Thread safety: value types. A JobSpecRef refers to characters and a token it does not own.
