@@ -200,7 +200,8 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
   if (spec.parent.cancelled()) {
     // Nobody upstream wants the result any more: do not let it take a queue slot.
     job->phase = Job::Phase::finished;
-    finish_unstarted(*job, State::cancelled, Reason::cancelled_in_queue, CancelCause::upstream);
+    finish_unstarted(*job, State::cancelled, Reason::cancelled_in_queue, CancelCause::upstream, {},
+                     now);
     return JobHandle{std::move(job)};
   }
   if (spec.parent.can_be_cancelled()) {
@@ -267,8 +268,10 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
   if (wake_timer) timer_wake_.notify_one();
   if (shed) finish_unstarted(*shed, State::rejected, Reason::shed, CancelCause::none);
   if (!admission.admitted()) {
+    // Ended at the reading it was decided at: no queue wait, its whole budget left, and no
+    // clock reading more on the path a rejection takes under overload.
     finish_unstarted(*job, State::rejected, admission.reason, CancelCause::none,
-                     std::move(rejection));
+                     std::move(rejection), now);
   } else if (spec.parent.cancelled()) {
     cancel(*job, CancelCause::upstream);  // a no-op if the callback got there first
   }
@@ -835,8 +838,8 @@ void RuntimeCore::notify_if_drained() {
 }
 
 void RuntimeCore::finish_unstarted(Job& job, State state, Reason reason, CancelCause cause,
-                                   std::string error) {
-  const TimePoint now = Clock::now();
+                                   std::string error, std::optional<TimePoint> at) {
+  const TimePoint now = at ? *at : Clock::now();
   Outcome o;
   o.id = job.id;
   o.kind = job.kind();

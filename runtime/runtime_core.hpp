@@ -189,9 +189,10 @@ class RuntimeCore final : public JobSource {
   // When the timer must wake for a queued job: its drop time (see DeadlineQueue::next_drop_time).
   Deadline drop_time_of(const Job& job) const noexcept;
   void notify_if_drained();                // requires mu_
-  // Publishes an outcome for a job that never ran. Must not hold mu_.
+  // Publishes an outcome for a job that never ran, as of `at` (default: a clock reading now).
+  // Must not hold mu_.
   void finish_unstarted(Job& job, State state, Reason reason, CancelCause cause,
-                        std::string error = {});
+                        std::string error = {}, std::optional<TimePoint> at = {});
   // `kept`: see Job::publish. `worker`: the publishing worker's index, whose row of counts it
   // adds to (anyone else: the shared row).
   void publish(Job& job, Outcome&& outcome, bool kept = true,

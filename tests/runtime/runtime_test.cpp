@@ -287,7 +287,12 @@ TEST_SUITE("Runtime") {
     CHECK(rt.submit({.kind = "slow"}, [](JobContext& ctx) { busy_for(ctx, 200ms); }).wait().state ==
           State::completed);
     auto h = rt.submit({.kind = "slow", .budget = 100ms}, [](JobContext&) {});
-    CHECK(h.wait().reason == Reason::deadline_implausible);
+    const Outcome rejected = h.wait();
+    CHECK(rejected.reason == Reason::deadline_implausible);
+    // Ended as of the clock reading it was decided at: it never waited, its budget is whole.
+    CHECK(rejected.timings.budget == 100ms);
+    CHECK(rejected.timings.queue_wait == sandglass::Duration::zero());
+    CHECK(rejected.timings.remaining_at_end == 100ms);
     // Another kind without samples is admitted with the same budget (enough for an idle worker
     // to start it on a loaded machine under a sanitizer).
     CHECK(rt.submit({.kind = "fresh", .budget = 100ms}, [](JobContext&) {}).wait().state ==
