@@ -16,7 +16,7 @@
 //                                outcome must be `Reason::ok`, or the benchmark reports an error
 // Each hand-off benchmark also reports `cpu_ns_per_job`: the CPU time of the whole process
 // (all threads: producers, workers, spinning) while it ran ÷ jobs, a figure that a loaded
-// machine disturbs less than the rate.
+// machine disturbs less than the rate; the Runtime's also `peak_queued`, the most jobs queued.
 // The same with four producer threads submitting a quarter of the batch each (the daemon's
 // I/O threads submit concurrently): BM_AsioThreadPool4Producers, BM_MutexDequePool4Producers,
 // BM_TbbArena4Producers, BM_SandglassRuntime4Producers.
@@ -294,6 +294,8 @@ void sandglass_runtime(benchmark::State& state, std::size_t producers) {
     done.wait();
   }
   report_cpu_per_job(state, cpu_since);
+  // How far the producers ran ahead of the workers (a deep queue: the workers set the rate).
+  state.counters["peak_queued"] = static_cast<double>(rt.stats().peak_queued);
   rt.shutdown(1s);
   state.SetItemsProcessed(state.iterations() * kBatch);
   if (const std::uint64_t bad = not_ok.load(); bad != 0) {
