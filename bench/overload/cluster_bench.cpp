@@ -191,12 +191,13 @@ struct Cluster {
   Postgres& pg;
   std::string sandglassd;
   std::size_t workers;
+  double estimate_quantile;  // the nodes' runtime.estimate_quantile (--estimate-quantile)
   std::vector<std::unique_ptr<DaemonChild>> nodes;
 
   std::string config_path() const {
     const std::string path = (fs::temp_directory_path() / fmt::format("sandglass-bench-cluster-{}.toml", ::getpid())).string();
     std::ofstream{path} << fmt::format(
-        "[runtime]\nworkers = {}\ncapacity = 100000\n"
+        "[runtime]\nworkers = {}\ncapacity = 100000\nestimate_quantile = {:.6f}\n"
         // A steadier run-time estimate than the defaults (128 samples, kept ~10 typical runs):
         // a cluster node learns from every node's outcomes, ~240/s here, so 128 samples are
         // half a second of them and their 0.99 quantile is about the second largest; cut jobs
@@ -208,7 +209,7 @@ struct Cluster {
         // record): more than a lone daemon's 5 ms reserve.
         "[budget]\nreserve_ms = 50\n"
         "[cluster]\nconninfo = \"{}\"\nclaim_batch = 64\nheartbeat_ms = 100\nlease_ms = 1000\npoll_ms = 50\n",
-        workers, pg.conninfo());
+        workers, estimate_quantile, pg.conninfo());
     return path;
   }
   DaemonChild& add() {
@@ -711,8 +712,8 @@ int overload_sweep(Cluster& c, const Options& o) {
   for (const auto& n : c.nodes) h.target += (h.target.empty() ? "" : ",") + fmt::format("http://127.0.0.1:{}", n->port());
   h.workers = o.workers * c.nodes.size();
   std::printf("\n# overload of the %zu-node cluster (%zu workers each; nodes' [runtime] estimate_window "
-              "1024, estimate_max_age_ms 3000): --target %s\n", c.nodes.size(),
-              o.workers, h.target.c_str());
+              "1024, estimate_max_age_ms 3000, estimate_quantile %g): --target %s\n", c.nodes.size(),
+              o.workers, c.estimate_quantile, h.target.c_str());
   std::fflush(stdout);
   statement_times(c.pg, 0);
   const int rc = run_http(h);
@@ -781,7 +782,7 @@ int run_cluster(const Options& o) {
   }
   try {
     Postgres pg;
-    Cluster c{pg, o.sandglassd_path, o.workers, {}};
+    Cluster c{pg, o.sandglassd_path, o.workers, o.estimate_quantile, {}};
     const std::size_t jobs = o.smoke ? 500 : 20'000;
     int rc = 0;
     std::printf("# %s\n# load average at the start: %s\n", o.command_line.c_str(), load_average().c_str());
