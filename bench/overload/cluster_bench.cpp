@@ -610,7 +610,7 @@ class PausedNodes {
 // The kind "claimbench" is served by no node, so the running nodes do not take these jobs; they
 // are stopped meanwhile (PausedNodes).
 void claim_latency(Cluster& c, std::size_t claimers, std::size_t claims_each, std::size_t batch,
-                   double paced_rate) {
+                   double paced_rate, bool verbose) {
   reset_queue(c.pg);
   const bool awaited_schema =
       c.pg.scalar("SELECT coalesce(max(version), 0) >= 8 FROM sandglass_schema_migrations") == "t";
@@ -631,7 +631,10 @@ void claim_latency(Cluster& c, std::size_t claimers, std::size_t claims_each, st
                            "VALUES ('claimbench-{}/0', 'claimbench-{}', 0, 0, 'infinity')", k, k));
   }
   std::optional<PausedNodes> paused{std::in_place, c};
+  statement_times(c.pg, 0);
   const ClaimRun solo = run_claimers(c, 1, solo_each, batch, Clock::duration::zero(), awaited_schema);
+  // What one exchange's time is made of, uncontended (nested statements included).
+  const std::string solo_statements = verbose ? statement_times(c.pg, 15) : std::string{};
   const ClaimRun closed = run_claimers(c, claimers, claims_each, batch, Clock::duration::zero(), awaited_schema);
   const auto period = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(static_cast<double>(claimers) / paced_rate));
@@ -656,6 +659,10 @@ void claim_latency(Cluster& c, std::size_t claimers, std::size_t claims_each, st
               "Little's law on %.0f cores: p50 >= %zu x %.3f / %.0f = %.3f ms with no lock waits at all\n",
               alone, quantile(solo.latencies, 0.99), solo.latencies.size(), cores, claimers, alone,
               cores, static_cast<double>(claimers) * alone / cores);
+  if (verbose) {
+    std::printf("    statements of the lone claimer (pg_stat_statements, nested included):\n%s",
+                solo_statements.c_str());
+  }
   std::printf("claim latency, paced: %zu claimers, %.0f statements/s in all (%.0f jobs/s), open loop, "
               "from each statement's scheduled time, %zu statements: p50 %.3f ms, p90 %.3f ms, "
               "p99 %.3f ms, max %.2f ms; %zu jobs claimed in %.2f s\n",
@@ -791,7 +798,7 @@ int run_cluster(const Options& o) {
     };
     c.add();
     if (step("idle")) idle_latency(c);
-    if (step("claims")) claim_latency(c, 8, o.smoke ? 20 : 500, 8, 625);
+    if (step("claims")) claim_latency(c, 8, o.smoke ? 20 : 500, 8, 625, o.verbose);
     for (std::size_t k = 1; k <= o.cluster_nodes; ++k) {
       while (c.nodes.size() < k) c.add();
       if (step("throughput")) throughput(c, jobs, 64, o.verbose);
