@@ -1,9 +1,11 @@
-# Turns daemon/cluster/migrations/NNN_name.sql into OUTPUT, a C++ source defining
-# sandglass::daemon::cluster::migrations() with each file as a raw string literal, in version
-# order, so the schema ships inside sandglassd. Run at build time by daemon/CMakeLists.txt.
-#   cmake -DMIGRATIONS_DIR=daemon/cluster/migrations -DOUTPUT=build/x.cpp -P embed_migrations.cmake
+# Turns the files MIGRATIONS names (NNN_name.sql, comma-separated, in MIGRATIONS_DIR) into
+# OUTPUT, a C++ source defining sandglass::daemon::cluster::migrations() with each file as a raw
+# string literal, in version order, so the schema ships inside sandglassd. Run at build time by
+# daemon/CMakeLists.txt, which names the files it globbed.
+#   cmake -DMIGRATIONS_DIR=daemon/cluster/migrations -DMIGRATIONS=001_queue.sql,002_x.sql \
+#         -DOUTPUT=build/x.cpp -P embed_migrations.cmake
 include("${CMAKE_CURRENT_LIST_DIR}/../../../cmake/embed_text.cmake")
-file(GLOB files RELATIVE "${MIGRATIONS_DIR}" "${MIGRATIONS_DIR}/[0-9][0-9][0-9]_*.sql")
+string(REPLACE "," ";" files "${MIGRATIONS}")
 list(SORT files)
 set(body "// Generated from daemon/cluster/migrations/ by embed_migrations.cmake; do not edit.\n")
 string(APPEND body "#include \"daemon/cluster/migrations.hpp\"\n\n")
