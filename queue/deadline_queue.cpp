@@ -349,8 +349,7 @@ void DeadlineQueue::run_erase(Class& c, QueueItem& item) noexcept {
   // the run ends), when the segment is empty. Most often the run's head, the first segment's.
   for (std::size_t s = 0; s < c.run.segment_count; ++s) {
     if (c.run.segments[s].first != &item) continue;
-    const bool next_is_ours =
-        next != nullptr && (s + 1 == c.run.segment_count || c.run.segments[s + 1].first != next);
+    const bool next_is_ours = next != nullptr && next != segment_end(c.run, s);
     if (next_is_ours) {
       c.run.segments[s].first = next;
     } else {
@@ -632,7 +631,7 @@ void DeadlineQueue::expire(TimePoint now, std::vector<DroppedItem>& dropped) {
     const std::size_t found_from = dropped.size();
     for (std::size_t s = 0; s < c.run.segment_count; ++s) {
       const RunSegment& segment = c.run.segments[s];
-      const QueueItem* const end = s + 1 < c.run.segment_count ? c.run.segments[s + 1].first : nullptr;
+      const QueueItem* const end = segment_end(c.run, s);
       TimePoint seen = TimePoint::min();
       for (QueueItem* x = segment.first; x != end; x = x->node_.right) {
         QueueItem& item = *x;
@@ -658,7 +657,7 @@ Deadline DeadlineQueue::next_drop_time() const noexcept {
     // The earliest within each run segment's disorder of its first (see expire).
     for (std::size_t s = 0; s < c.run.segment_count; ++s) {
       const RunSegment& segment = c.run.segments[s];
-      const QueueItem* const end = s + 1 < c.run.segment_count ? c.run.segments[s + 1].first : nullptr;
+      const QueueItem* const end = segment_end(c.run, s);
       TimePoint seen = TimePoint::min();
       for (const QueueItem* x = segment.first; x != end; x = x->node_.right) {
         next = std::min(next, x->drop_at_);

@@ -323,6 +323,10 @@ class DeadlineQueue {
     std::array<RunSegment, kRunSegments> segments{};  // the first `segment_count`, in order
     std::size_t segment_count = 0;         // zero exactly when the run is empty
   };
+  // Where segment `s` of `run` ends: the next segment's first, or the run's end (nullptr).
+  static const QueueItem* segment_end(const Run& run, std::size_t s) noexcept {
+    return s + 1 < run.segment_count ? run.segments[s + 1].first : nullptr;
+  }
   // Where an item joins a run (run_place): after `after` (nullptr: at the head), with the
   // last segment's `disorder` then, or as the first of a new segment at the run's end.
   struct RunPlace {

@@ -68,6 +68,32 @@ std::vector<Reason> reasons_of(const std::vector<DroppedItem>& dropped) {
   return reasons;
 }
 
+// Runs q.expire(now) and checks it against `model` (entries with `item` and `drop`, its latest
+// start): it removes exactly the items whose drop time passed, which leave the model, and
+// next_drop_time names the earliest left. Returns how many it removed.
+template <typename Modelled>
+int expire_as_modelled(DeadlineQueue& q, std::vector<Modelled>& model, TimePoint now) {
+  std::vector<DroppedItem> dropped;
+  q.expire(now, dropped);
+  std::set<int> due;
+  for (const Modelled& m : model) {
+    if (m.drop < now) due.insert(m.item->id);
+  }
+  const std::vector<int> ids = ids_of(dropped);
+  CHECK(std::set<int>(ids.begin(), ids.end()) == due);
+  CHECK(ids.size() == due.size());
+  std::erase_if(model, [&](const Modelled& m) { return due.count(m.item->id) != 0; });
+  REQUIRE(q.size() == model.size());
+  if (!model.empty()) {
+    TimePoint earliest = TimePoint::max();
+    for (const Modelled& m : model) earliest = std::min(earliest, m.drop);
+    CHECK(q.next_drop_time() == Deadline::at(earliest + sandglass::Duration{1}));
+  } else {
+    CHECK(q.next_drop_time().is_never());
+  }
+  return static_cast<int>(due.size());
+}
+
 }  // namespace
 
 TEST_SUITE("DeadlineQueue admission") {
@@ -595,25 +621,7 @@ TEST_SUITE("DeadlineQueue admission") {
           if (q.admit(item, now).admitted()) model.push_back({&item, deadline - estimate});
         } else {
           now += in(60) * 1us;
-          std::vector<DroppedItem> dropped;
-          q.expire(now, dropped);
-          std::set<int> due;
-          for (const Modelled& m : model) {
-            if (m.drop < now) due.insert(m.item->id);
-          }
-          const std::vector<int> ids = ids_of(dropped);
-          CHECK(std::set<int>(ids.begin(), ids.end()) == due);
-          CHECK(ids.size() == due.size());
-          expired += static_cast<int>(due.size());
-          std::erase_if(model, [&](const Modelled& m) { return due.count(m.item->id) != 0; });
-          REQUIRE(q.size() == model.size());
-          if (!model.empty()) {
-            TimePoint earliest = TimePoint::max();
-            for (const Modelled& m : model) earliest = std::min(earliest, m.drop);
-            CHECK(q.next_drop_time() == Deadline::at(earliest + sandglass::Duration{1}));
-          } else {
-            CHECK(q.next_drop_time().is_never());
-          }
+          expired += expire_as_modelled(q, model, now);
         }
       }
       CHECK(expired > 1000);
@@ -674,25 +682,7 @@ TEST_SUITE("DeadlineQueue admission") {
           ++popped;
         } else {
           now += in(400) * 1us;
-          std::vector<DroppedItem> dropped;
-          q.expire(now, dropped);
-          std::set<int> due;
-          for (const Modelled& m : model) {
-            if (m.drop < now) due.insert(m.item->id);
-          }
-          const std::vector<int> ids = ids_of(dropped);
-          CHECK(std::set<int>(ids.begin(), ids.end()) == due);
-          CHECK(ids.size() == due.size());
-          expired += static_cast<int>(due.size());
-          std::erase_if(model, [&](const Modelled& m) { return due.count(m.item->id) != 0; });
-          REQUIRE(q.size() == model.size());
-          if (!model.empty()) {
-            TimePoint earliest = TimePoint::max();
-            for (const Modelled& m : model) earliest = std::min(earliest, m.drop);
-            CHECK(q.next_drop_time() == Deadline::at(earliest + sandglass::Duration{1}));
-          } else {
-            CHECK(q.next_drop_time().is_never());
-          }
+          expired += expire_as_modelled(q, model, now);
         }
         REQUIRE(q.size() == model.size());
       }

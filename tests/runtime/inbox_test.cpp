@@ -37,6 +37,20 @@ struct Ledger {
   }
 };
 
+// Runs `producers` threads that start together; thread p calls submit(p, n) for its `each`
+// jobs, n = p × each + i. Returns when all have submitted.
+template <typename Submit>
+void submit_concurrently(std::size_t producers, std::size_t each, const Submit& submit) {
+  std::latch go{static_cast<std::ptrdiff_t>(producers)};
+  std::vector<std::jthread> threads;
+  for (std::size_t p = 0; p < producers; ++p) {
+    threads.emplace_back([&, p] {
+      go.arrive_and_wait();
+      for (std::size_t i = 0; i < each; ++i) submit(p, p * each + i);
+    });
+  }
+}
+
 }  // namespace
 
 TEST_SUITE("Runtime inbox") {
@@ -50,32 +64,23 @@ TEST_SUITE("Runtime inbox") {
     Runtime rt{{.workers = 2, .capacity = 512, .kind_limits = {{"limited", 1}}}};
     Ledger ledger{kProducers * kEach};
     std::vector<std::vector<JobHandle>> handles(kProducers);
-    std::latch go{kProducers};
-    std::vector<std::jthread> producers;
-    for (std::size_t p = 0; p < kProducers; ++p) {
-      producers.emplace_back([&, p] {
-        go.arrive_and_wait();
-        for (std::size_t i = 0; i < kEach; ++i) {
-          const std::size_t n = p * kEach + i;
-          static const char* const kKinds[] = {"quick", "spin", "limited"};
-          const std::string kind = kKinds[n % 3];
-          const auto priority = static_cast<Priority>(n % 4);
-          const sandglass::Duration budget = n % 7 == 0 ? 2ms : (n % 5 == 0 ? 50ms : 30s);
-          JobHandle h = rt.submit({.kind = kind, .priority = priority, .budget = budget},
-                                  [kind](JobContext& ctx) {
-                                    ctx.checkpoint();
-                                    if (kind == "spin") {
-                                      const auto until = sandglass::Clock::now() + 20us;
-                                      while (sandglass::Clock::now() < until) ctx.checkpoint();
-                                    }
-                                  },
-                                  ledger.callback(n));
-          if (n % 11 == 0) h.cancel();
-          handles[p].push_back(std::move(h));
-        }
-      });
-    }
-    producers.clear();
+    submit_concurrently(kProducers, kEach, [&](std::size_t p, std::size_t n) {
+      static const char* const kKinds[] = {"quick", "spin", "limited"};
+      const std::string kind = kKinds[n % 3];
+      const auto priority = static_cast<Priority>(n % 4);
+      const sandglass::Duration budget = n % 7 == 0 ? 2ms : (n % 5 == 0 ? 50ms : 30s);
+      JobHandle h = rt.submit({.kind = kind, .priority = priority, .budget = budget},
+                              [kind](JobContext& ctx) {
+                                ctx.checkpoint();
+                                if (kind == "spin") {
+                                  const auto until = sandglass::Clock::now() + 20us;
+                                  while (sandglass::Clock::now() < until) ctx.checkpoint();
+                                }
+                              },
+                              ledger.callback(n));
+      if (n % 11 == 0) h.cancel();
+      handles[p].push_back(std::move(h));
+    });
     std::size_t ok = 0;
     for (std::size_t p = 0; p < kProducers; ++p) {
       for (std::size_t i = 0; i < kEach; ++i) {
@@ -125,27 +130,18 @@ TEST_SUITE("Runtime inbox") {
     running.wait();
     const sandglass::Deadline given = sandglass::Deadline::after(40s);
     std::vector<std::vector<JobHandle>> handles(kProducers);
-    std::latch go{kProducers};
-    std::vector<std::jthread> producers;
-    for (std::size_t p = 0; p < kProducers; ++p) {
-      producers.emplace_back([&, p] {
-        go.arrive_and_wait();
-        for (std::size_t i = 0; i < kEach; ++i) {
-          const std::size_t n = p * kEach + i;
-          // One budget per class: the racing submitters of a class hold equal budgets.
-          sandglass::JobSpec spec{.kind = n % 3 == 0 ? "even" : "odd"};
-          if (n % 5 == 0) {
-            spec.priority = Priority::critical;
-            spec.deadline = given;
-          } else {
-            spec.priority = n % 2 == 0 ? Priority::high : Priority::normal;
-            spec.budget = n % 2 == 0 ? 20s : 30s;
-          }
-          handles[p].push_back(rt.submit(std::move(spec), [](JobContext& ctx) { ctx.checkpoint(); }));
-        }
-      });
-    }
-    producers.clear();
+    submit_concurrently(kProducers, kEach, [&](std::size_t p, std::size_t n) {
+      // One budget per class: the racing submitters of a class hold equal budgets.
+      sandglass::JobSpec spec{.kind = n % 3 == 0 ? "even" : "odd"};
+      if (n % 5 == 0) {
+        spec.priority = Priority::critical;
+        spec.deadline = given;
+      } else {
+        spec.priority = n % 2 == 0 ? Priority::high : Priority::normal;
+        spec.budget = n % 2 == 0 ? 20s : 30s;
+      }
+      handles[p].push_back(rt.submit(std::move(spec), [](JobContext& ctx) { ctx.checkpoint(); }));
+    });
     std::size_t given_kept = 0;
     std::size_t stamped = 0;
     for (std::size_t p = 0; p < kProducers; ++p) {
