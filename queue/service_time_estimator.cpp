@@ -119,7 +119,7 @@ void ServiceTimeEstimator::refresh() {
   }
   central_ = Duration{sum / static_cast<Duration::rep>(scratch_.size())};
   tail_ = scratch_[select(rank_of(options_.quantile))];
-  median_due_ = true;  // median() selects it from scratch_ when asked (the runtime never asks)
+  median_due_ = true;  // median() selects it from scratch_ when asked (the runtime asks after each refresh)
   next_age_check_ = TimePoint::min();
 }
 

@@ -39,6 +39,7 @@ void EstimateState::publish_figures() noexcept {
   publish(tail_ns_, estimator_.tail().count());
   publish(central_ns_, estimator_.central().count());
   publish(age_due_ns_, estimator_.next_age_check().time_since_epoch().count());
+  publish(median_ns_, estimator_.median().count());
 }
 
 }  // namespace sandglass::detail

@@ -47,6 +47,8 @@ class EstimateState : public JobOrigin {
   Figures figures(TimePoint now);
   // Adds a run that took `run_time` and ended at `ended_at`, and publishes the new figures.
   void record(Duration run_time, TimePoint ended_at);
+  // The median run time as last published (zero: no samples). Without a lock; relaxed.
+  Duration typical() const noexcept { return Duration{median_ns_.load(std::memory_order_relaxed)}; }
   // The estimate as of its last update, named `key`. Takes the estimator's lock.
   EstimateSnapshot snapshot(const std::string& key);
 
@@ -62,6 +64,9 @@ class EstimateState : public JobOrigin {
   alignas(64) std::atomic<Duration::rep> tail_ns_{0};
   std::atomic<Duration::rep> central_ns_{0};
   std::atomic<TimePoint::rep> age_due_ns_{TimePoint::max().time_since_epoch().count()};
+  // Read by workers after each run (RuntimeCore, "Tiny jobs"); unlike the mean, one preempted
+  // run does not move it.
+  std::atomic<Duration::rep> median_ns_{0};
 };
 
 }  // namespace sandglass::detail

@@ -1,6 +1,34 @@
 #include "runtime/idle_workers.hpp"
 
+#include <thread>
+
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#endif
+
 namespace sandglass::detail {
+namespace {
+
+#if defined(__linux__)
+// The wake word as a futex (std::atomic has no timed wait). libstdc++'s own wait on a 4-byte
+// atomic is a futex on the same address, so this wake-up also reaches sleep()'s waiter.
+std::uint32_t* futex_word(std::atomic<std::uint32_t>& word) noexcept {
+  static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
+  return reinterpret_cast<std::uint32_t*>(&word);
+}
+#endif
+
+void wake_waiter(std::atomic<std::uint32_t>& word) noexcept {
+#if defined(__linux__)
+  syscall(SYS_futex, futex_word(word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+#endif
+  word.notify_one();
+}
+
+}  // namespace
 
 IdleWorkers::IdleWorkers(std::size_t workers)
     : marks_((workers + 63) / 64), wake_{std::make_unique<Wake[]>(workers)}, workers_{workers} {}
@@ -42,8 +70,8 @@ bool IdleWorkers::wake_one() noexcept {
 void IdleWorkers::wake_all() noexcept {
   for (auto& marks : marks_) marks.store(0, std::memory_order_seq_cst);
   for (std::size_t w = 0; w < workers_; ++w) {
-    wake_[w].word.store(1, std::memory_order_release);  // pairs with sleep()
-    wake_[w].word.notify_one();
+    wake_[w].word.store(1, std::memory_order_release);  // pairs with sleep() and stand_by()
+    wake_waiter(wake_[w].word);
   }
 }
 
@@ -52,6 +80,43 @@ bool IdleWorkers::any() const noexcept {
     if (marks.load(std::memory_order_seq_cst) != 0) return true;
   }
   return false;
+}
+
+std::size_t IdleWorkers::marked() const noexcept {
+  std::size_t n = 0;
+  for (const auto& marks : marks_) {
+    n += static_cast<std::size_t>(__builtin_popcountll(marks.load(std::memory_order_seq_cst)));
+  }
+  return n;
+}
+
+void IdleWorkers::prepare_stand_by(std::size_t worker) noexcept {
+  wake_[worker].word.store(0, std::memory_order_relaxed);
+}
+
+bool IdleWorkers::stand_by(std::size_t worker, std::chrono::nanoseconds at_most) noexcept {
+  std::atomic<std::uint32_t>& word = wake_[worker].word;
+  const auto until = std::chrono::steady_clock::now() + at_most;
+  // Acquire: pairs with the release store of the waker.
+  while (word.load(std::memory_order_acquire) == 0) {
+    const auto left = until - std::chrono::steady_clock::now();
+    if (left <= std::chrono::nanoseconds::zero()) return false;
+#if defined(__linux__)
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+    const timespec timeout{.tv_sec = static_cast<time_t>(ns / 1'000'000'000),
+                           .tv_nsec = static_cast<long>(ns % 1'000'000'000)};
+    // Returns at once if the word is no longer 0 (the wake-up came first).
+    syscall(SYS_futex, futex_word(word), FUTEX_WAIT_PRIVATE, 0, &timeout, nullptr, 0);
+#else
+    std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(left, std::chrono::microseconds{20}));
+#endif
+  }
+  return true;
+}
+
+void IdleWorkers::wake_standing_by(std::size_t worker) noexcept {
+  wake_[worker].word.store(1, std::memory_order_release);  // pairs with stand_by()
+  wake_waiter(wake_[worker].word);
 }
 
 }  // namespace sandglass::detail

@@ -14,11 +14,20 @@
 // futex wait on the word returns at once if it changed). Claiming clears the mark, so two
 // wakers never wake the same sleeper for two jobs.
 //
-// Thread safety: every member function may be called concurrently; `prepare`, `withdraw` and
-// `sleep` only by the worker named.
+// Standing by (RuntimeCore, "Tiny jobs"): a worker that is not needed while another drains a
+// run of tiny jobs sleeps unmarked, so that submitters never wake it, for at most a while:
+//
+//   idle.prepare_stand_by(w);           // under the runtime's lock, with w recorded as standing by
+//   unlock; bool woken = idle.stand_by(w, at_most);
+//   ...
+//   idle.wake_standing_by(w);           // a worker that chose w under the lock, after unlocking
+//
+// Thread safety: every member function may be called concurrently; `prepare`, `withdraw`,
+// `sleep`, `prepare_stand_by` and `stand_by` only by the worker named.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -40,10 +49,20 @@ class IdleWorkers {
   void sleep(std::size_t worker) noexcept;
   // Claims one idle worker and wakes it. True if there was one.
   bool wake_one() noexcept;
-  // Wakes every worker, idle or about to be (for stopping).
+  // Wakes every worker, idle, standing by or about to be (for stopping).
   void wake_all() noexcept;
   // True if some worker is marked idle.
   bool any() const noexcept;
+  // How many workers are marked idle.
+  std::size_t marked() const noexcept;
+
+  // Clears `worker`'s wake word, before it becomes known as standing by.
+  void prepare_stand_by(std::size_t worker) noexcept;
+  // Blocks, unmarked, until wake_standing_by (or wake_all) or for at most `at_most`. True if
+  // woken (also for a wake-up left from an earlier claim), false when the time ran out.
+  bool stand_by(std::size_t worker, std::chrono::nanoseconds at_most) noexcept;
+  // Wakes `worker`, which stands by.
+  void wake_standing_by(std::size_t worker) noexcept;
 
  private:
   struct alignas(64) Wake {

@@ -19,6 +19,9 @@ namespace sandglass::detail {
 namespace {
 
 constexpr Duration kTimerLongestSleep = std::chrono::milliseconds{100};
+// See "Tiny jobs" in runtime_core.hpp: a worker stands by for at most this, the longest a
+// tiny job that runs long (a misestimate) delays the queue.
+constexpr Duration kStandByAtMost = std::chrono::microseconds{200};
 
 DeadlineQueueOptions queue_options(const RuntimeOptions& o) {
   // Bulkhead groups are numbered in kind_limits' order (see the constructor).
@@ -51,6 +54,7 @@ RuntimeCore::RuntimeCore(RuntimeOptions options)
       idle_{options_.workers},
       queue_{queue_options(options_)},
       slots_(options_.workers),
+      standing_by_(options_.workers, 0),
       slot_ends_{std::make_unique<SlotEnd[]>(options_.workers)},
       serial_{g_next_serial.fetch_add(1, std::memory_order_relaxed)},
       outcome_counts_{std::make_unique<OutcomeCounts[]>(options_.workers + 1)} {
@@ -327,14 +331,19 @@ Job* RuntimeCore::next_job(std::size_t worker, Job* finished, Outcome&& outcome)
   // runs: the runtime's keeps it alive, and only this worker takes it back. That spares two reference
   // count changes (an increment at start, a decrement here) per job.
   JobRef finished_self;
+  // This worker may stand by while another drains (see "Tiny jobs"): its last job was tiny.
+  bool may_stand_by = finished != nullptr && tiny(*finished) && outcome.timings.run_time <= options_.tiny_job;
   queue_.prefetch_inbox();  // its lines arrive while we wait for the lock
   Lock lock = lock_hot_path();
   const bool sample = finished != nullptr && record_finished(*finished, outcome, finished_self);
   for (bool first = true;; first = false) {
     if (!first) now = Clock::now();
+    const bool stand_by = may_stand_by && !stop_workers_ && !queue_.empty() &&
+                          another_worker_drains(now);
     // A job starts only into a free run slot (jobs that hold no thread keep theirs).
-    QueueItem* item =
-        running_count_ < slots_.size() ? queue_.take(now, dropped, can_start_) : nullptr;
+    QueueItem* item = !stand_by && running_count_ < slots_.size()
+                          ? queue_.take(now, dropped, can_start_)
+                          : nullptr;
     take_dropped(dropped, dropped_jobs);
     bool wake_timer = false;
     Job* const taken = item != nullptr ? &job_of(item) : nullptr;
@@ -345,6 +354,14 @@ Job* RuntimeCore::next_job(std::size_t worker, Job* finished, Outcome&& outcome)
     // the worker stopped spinning, so take()'s splice linked its job; later ones wake a worker
     // themselves (see admit_lock_free).
     const bool wake_another = taken != nullptr && queue_.linked_size() > 0;
+    // A job that is not tiny holds this worker: one standing by takes the queued ones.
+    std::size_t wake_standing = slots_.size();
+    if (wake_another && standing_by_count_ > 0 && !tiny(*taken)) {
+      wake_standing = static_cast<std::size_t>(
+          std::find(standing_by_.begin(), standing_by_.end(), 1) - standing_by_.begin());
+      standing_by_[wake_standing] = 0;
+      --standing_by_count_;
+    }
     // Under the lock (the queue's owner side): two plain stores, after the slot's end was
     // published (see start()).
     if (taken != nullptr) queue_.release(*taken);
@@ -354,6 +371,7 @@ Job* RuntimeCore::next_job(std::size_t worker, Job* finished, Outcome&& outcome)
       lock.unlock();
       // `taken` stays alive through the runtime's reference while it runs (see finished_self).
       if (wake_another) idle_.wake_one();
+      if (wake_standing < slots_.size()) idle_.wake_standing_by(wake_standing);
       if (wake_timer) timer_wake_.notify_one();
       if (finished != nullptr) {
         // Only the runtime's reference (now finished_self) left: no handle can ask for the
@@ -380,6 +398,22 @@ Job* RuntimeCore::next_job(std::size_t worker, Job* finished, Outcome&& outcome)
       continue;
     }
     if (stop_workers_) return nullptr;
+    if (stand_by) {
+      standing_by_[worker] = 1;
+      ++standing_by_count_;
+      ++stand_bys_;
+      idle_.prepare_stand_by(worker);
+      lock.unlock();
+      const bool woken = idle_.stand_by(worker, kStandByAtMost);
+      lock = lock_hot_path();
+      if (standing_by_[worker] != 0) {  // nobody chose this worker (time ran out, or stopping)
+        standing_by_[worker] = 0;
+        --standing_by_count_;
+      }
+      // Woken for a job that is not tiny: take from the queue until the next tiny job.
+      if (woken) may_stand_by = false;
+      continue;
+    }
     if (!spun && !spinning_ && cores_ >= running_count_ + 2) {
       // One idle worker at a time spins briefly before it sleeps: at high rates the next job
       // arrives within microseconds, and a futex sleep plus wake-up costs more than that. Only
@@ -689,6 +723,7 @@ RuntimeStats RuntimeCore::stats() const {
   s.running = running_count_;
   s.peak_queued = peak_queued_.load(std::memory_order_relaxed);
   s.overrunning = overrunning(Clock::now()).size();
+  s.stand_bys = stand_bys_;
   return s;
 }
 
@@ -718,6 +753,22 @@ void RuntimeCore::spin_until_queue_changes(std::size_t seen) const {
     __builtin_ia32_pause();
 #endif
   }
+}
+
+bool RuntimeCore::tiny(const Job& job) const noexcept {
+  if (job.awaitable() != nullptr) return false;
+  const Duration typical = EstimateState::of(job).typical();
+  return typical > Duration::zero() && typical <= options_.tiny_job;
+}
+
+bool RuntimeCore::another_worker_drains(TimePoint now) const {
+  // This one, those asleep and those standing by: is anyone left?
+  if (idle_.marked() + standing_by_count_ + 1 >= slots_.size()) return false;
+  for (const RunSlot& slot : slots_) {
+    // Held longer than tiny jobs take: maybe for long; this worker had better stay.
+    if (slot.job != nullptr && now - slot.job->started_at > kStandByAtMost) return false;
+  }
+  return true;
 }
 
 RuntimeCore::Lock RuntimeCore::lock_hot_path() {

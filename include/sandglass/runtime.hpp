@@ -104,6 +104,11 @@ struct RuntimeOptions {
   // thread). Empty: none are reported (and the timer never wakes for them), but
   // `Runtime::overruns()` still lists them.
   OverrunCallback on_overrun{};
+  // Tiny jobs: while a worker takes jobs whose estimate key's median run time is at most this,
+  // one at a time beats several workers taking the queue's lock in turn, and the others stand
+  // by (the README's "Tiny jobs"; at most 200 µs before they look again). Zero: every worker
+  // always takes from the queue. Must not be negative.
+  Duration tiny_job = std::chrono::microseconds{1};
 
   // Empty when consistent, else a message naming the offending field.
   std::string validate() const;
@@ -118,6 +123,7 @@ struct RuntimeStats {
   std::size_t running = 0;
   std::size_t peak_queued = 0;
   std::size_t overrunning = 0;  // running jobs that are overrunning now (see overrun.hpp)
+  std::uint64_t stand_bys = 0;  // times a worker stood by behind tiny jobs (RuntimeOptions::tiny_job)
 
   std::uint64_t count(Reason reason) const noexcept {
     return outcomes[static_cast<std::size_t>(reason)];
