@@ -16,7 +16,8 @@
 //                                outcome must be `Reason::ok`, or the benchmark reports an error
 // Each hand-off benchmark also reports `cpu_ns_per_job`: the CPU time of the whole process
 // (all threads: producers, workers, spinning) while it ran ÷ jobs, a figure that a loaded
-// machine disturbs less than the rate; the Runtime's also `peak_queued`, the most jobs queued.
+// machine disturbs less than the rate; the Runtime's also `peak_queued`, the most jobs queued, and
+// `stand_bys`, how often per batch a worker stood by behind the tiny jobs (RuntimeOptions::tiny_job).
 // The same with four producer threads submitting a quarter of the batch each (the daemon's
 // I/O threads submit concurrently): BM_AsioThreadPool4Producers, BM_MutexDequePool4Producers,
 // BM_TbbArena4Producers, BM_SandglassRuntime4Producers.
@@ -295,7 +296,11 @@ void sandglass_runtime(benchmark::State& state, std::size_t producers) {
   }
   report_cpu_per_job(state, cpu_since);
   // How far the producers ran ahead of the workers (a deep queue: the workers set the rate).
-  state.counters["peak_queued"] = static_cast<double>(rt.stats().peak_queued);
+  const sandglass::RuntimeStats stats = rt.stats();
+  state.counters["peak_queued"] = static_cast<double>(stats.peak_queued);
+  // How often a worker stood by behind the no-op jobs (RuntimeOptions::tiny_job), per batch.
+  state.counters["stand_bys"] =
+      static_cast<double>(stats.stand_bys) / static_cast<double>(state.iterations());
   rt.shutdown(1s);
   state.SetItemsProcessed(state.iterations() * kBatch);
   if (const std::uint64_t bad = not_ok.load(); bad != 0) {

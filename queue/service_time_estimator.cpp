@@ -12,6 +12,7 @@ ServiceTimeEstimator::ServiceTimeEstimator(ServiceTimeEstimatorOptions options)
   options_.refresh_every = std::max<std::size_t>(options_.refresh_every, 1);
   options_.quantile = std::clamp(options_.quantile, 0.0, 1.0);
   options_.max_age = std::max(options_.max_age, Duration::zero());
+  options_.short_run = std::max(options_.short_run, Duration::zero());
   if (!(options_.age_in_runs >= 0)) options_.age_in_runs = 0;
   scratch_.reserve(options_.window);
 }
@@ -108,18 +109,22 @@ void ServiceTimeEstimator::refresh() {
   if (window_.empty()) {
     central_ = median_ = tail_ = Duration::zero();
     median_due_ = false;
+    mostly_short_ = false;
     return;
   }
   scratch_.clear();
   for (const Sample& s : window_) scratch_.push_back(s.run_time);
   // The mean, for sums of work: over many jobs the median underestimates a skewed kind.
   Duration::rep sum = 0;
+  std::size_t short_runs = 0;
   for (const Duration d : scratch_) {
     if (__builtin_add_overflow(sum, d.count(), &sum)) sum = Duration::max().count();
+    if (d <= options_.short_run && options_.short_run > Duration::zero()) ++short_runs;
   }
+  mostly_short_ = 2 * short_runs >= scratch_.size();
   central_ = Duration{sum / static_cast<Duration::rep>(scratch_.size())};
   tail_ = scratch_[select(rank_of(options_.quantile))];
-  median_due_ = true;  // median() selects it from scratch_ when asked (the runtime asks after each refresh)
+  median_due_ = true;  // median() selects it from scratch_ when asked (the runtime never asks)
   next_age_check_ = TimePoint::min();
 }
 

@@ -39,7 +39,9 @@ void EstimateState::publish_figures() noexcept {
   publish(tail_ns_, estimator_.tail().count());
   publish(central_ns_, estimator_.central().count());
   publish(age_due_ns_, estimator_.next_age_check().time_since_epoch().count());
-  publish(median_ns_, estimator_.median().count());
+  if (mostly_tiny_.load(std::memory_order_relaxed) != estimator_.mostly_short()) {
+    mostly_tiny_.store(estimator_.mostly_short(), std::memory_order_relaxed);
+  }
 }
 
 }  // namespace sandglass::detail

@@ -47,8 +47,9 @@ class EstimateState : public JobOrigin {
   Figures figures(TimePoint now);
   // Adds a run that took `run_time` and ended at `ended_at`, and publishes the new figures.
   void record(Duration run_time, TimePoint ended_at);
-  // The median run time as last published (zero: no samples). Without a lock; relaxed.
-  Duration typical() const noexcept { return Duration{median_ns_.load(std::memory_order_relaxed)}; }
+  // The estimator's mostly_short() as last published: half the key's recent runs or more took
+  // at most RuntimeOptions::tiny_job. Without a lock; relaxed.
+  bool mostly_tiny() const noexcept { return mostly_tiny_.load(std::memory_order_relaxed); }
   // The estimate as of its last update, named `key`. Takes the estimator's lock.
   EstimateSnapshot snapshot(const std::string& key);
 
@@ -65,8 +66,8 @@ class EstimateState : public JobOrigin {
   std::atomic<Duration::rep> central_ns_{0};
   std::atomic<TimePoint::rep> age_due_ns_{TimePoint::max().time_since_epoch().count()};
   // Read by workers after each run (RuntimeCore, "Tiny jobs"); unlike the mean, one preempted
-  // run does not move it.
-  std::atomic<Duration::rep> median_ns_{0};
+  // run does not change it.
+  std::atomic<bool> mostly_tiny_{false};
 };
 
 }  // namespace sandglass::detail

@@ -129,7 +129,8 @@ EstimateState& RuntimeCore::estimate_state_locked(const std::string& key, const 
     const ServiceTimeEstimatorOptions estimator{.quantile = options_.estimate_quantile,
                                                 .window = options_.estimate_window,
                                                 .max_age = options_.estimate_max_age,
-                                                .age_in_runs = options_.estimate_age_in_runs};
+                                                .age_in_runs = options_.estimate_age_in_runs,
+                                                .short_run = options_.tiny_job};
     it = estimates_.try_emplace(key, this, kind, ServiceTimeEstimator{estimator}).first;
   }
   return it->second;
@@ -755,10 +756,8 @@ void RuntimeCore::spin_until_queue_changes(std::size_t seen) const {
   }
 }
 
-bool RuntimeCore::tiny(const Job& job) const noexcept {
-  if (job.awaitable() != nullptr) return false;
-  const Duration typical = EstimateState::of(job).typical();
-  return typical > Duration::zero() && typical <= options_.tiny_job;
+bool RuntimeCore::tiny(const Job& job) noexcept {
+  return job.awaitable() == nullptr && EstimateState::of(job).mostly_tiny();
 }
 
 bool RuntimeCore::another_worker_drains(TimePoint now) const {

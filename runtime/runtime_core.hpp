@@ -190,7 +190,7 @@ class RuntimeCore final : public JobSource {
   // ends, for DeadlineQueue::BusyBound. Without mu_.
   static Duration busy_bound(const void* core, TimePoint now) noexcept;
   // True if a job of `job`'s kind typically takes less than the hand-off (see "Tiny jobs").
-  bool tiny(const Job& job) const noexcept;
+  static bool tiny(const Job& job) noexcept;
   // True if another worker than the caller is awake and takes from the queue (not idle, not standing
   // by), and no running job has run longer than a standing-by worker waits. Requires mu_.
   bool another_worker_drains(TimePoint now) const;

@@ -43,6 +43,8 @@ struct ServiceTimeEstimatorOptions {
   // Duration::max() (or age_in_runs 0 with max_age max) keeps samples until displaced.
   Duration max_age = std::chrono::milliseconds{20};
   double age_in_runs = 10;
+  // What `mostly_short` compares with (zero: no sample is short).
+  Duration short_run{};
 };
 
 class ServiceTimeEstimator {
@@ -60,6 +62,9 @@ class ServiceTimeEstimator {
   Duration central() const noexcept { return central_; }
   // Their median; zero when there are none. Selected when first asked after a recomputation.
   Duration median() const noexcept;
+  // True if at least half the kept samples took at most `short_run` (their median did, without
+  // selecting it), as of the last recomputation.
+  bool mostly_short() const noexcept { return mostly_short_; }
   // The configured quantile of the kept samples; zero when there are none.
   Duration tail() const noexcept { return tail_; }
   Duration estimate() const noexcept { return tail_; }  // the same as tail()
@@ -94,6 +99,7 @@ class ServiceTimeEstimator {
   std::size_t since_refresh_ = 0;
   TimePoint next_age_check_ = TimePoint::min();
   Duration central_{};
+  bool mostly_short_ = false;
   mutable Duration median_{};
   mutable bool median_due_ = false;  // scratch_ holds a recomputation median_ has not seen
   Duration tail_{};
