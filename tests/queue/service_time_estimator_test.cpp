@@ -25,6 +25,23 @@ void record_one_to(ServiceTimeEstimator& est, int n) {
 }  // namespace
 
 TEST_SUITE("ServiceTimeEstimator") {
+  TEST_CASE("mostly_short says whether half the kept samples or more took at most short_run") {
+    ServiceTimeEstimator est{ServiceTimeEstimatorOptions{.window = 8, .max_age = Duration::max(),
+                                                         .short_run = 1ms}};
+    CHECK_FALSE(est.mostly_short());
+    est.record(1ms);  // exactly short_run counts as short
+    CHECK(est.mostly_short());
+    est.record(5ms);
+    CHECK(est.mostly_short());  // one of two
+    est.record(5ms);
+    CHECK_FALSE(est.mostly_short());  // one of three
+    for (int i = 0; i < 8; ++i) est.record(500us);  // the window of 8 keeps only these
+    CHECK(est.mostly_short());
+    ServiceTimeEstimator never{ServiceTimeEstimatorOptions{.max_age = Duration::max()}};
+    never.record(Duration::zero());
+    CHECK_FALSE(never.mostly_short());  // short_run zero: no sample is short
+  }
+
   TEST_CASE("the estimate is zero before the first sample") {
     const ServiceTimeEstimator est;
     CHECK(est.estimate() == Duration::zero());
