@@ -16,9 +16,9 @@
 // Tiny jobs: a run of jobs shorter than the hand-off itself goes faster through one worker
 // than through two that take the lock and the queue's lines in turn (with no-op jobs on two
 // cores: 1.38 against 1.00 M jobs/s; bench/README.md, "tenth part"). So a worker whose last
-// job was tiny (RuntimeOptions::tiny_job: its estimate key's median and its own run) stands by instead of taking the
-// next one while another worker is awake and drains the queue, and none of the running jobs
-// has run longer than kStandByAtMost. Standing by, it sleeps unmarked (submitters wake the
+// job was tiny (RuntimeOptions::tiny_job: its own run and most of its estimate key's recent
+// ones) stands by instead of taking the next one while another worker is awake and drains the
+// queue, and none of the running jobs has run longer than kStandByAtMost. Standing by, it sleeps unmarked (submitters wake the
 // idle workers, not it) for at most kStandByAtMost, then looks again. A worker that starts a
 // job that is not tiny while more are queued wakes one that stands by; so does shutdown. The
 // queue, its order and admission do not change: only how many workers take from it. A job
