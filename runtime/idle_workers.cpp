@@ -82,12 +82,8 @@ bool IdleWorkers::any() const noexcept {
   return false;
 }
 
-std::size_t IdleWorkers::marked() const noexcept {
-  std::size_t n = 0;
-  for (const auto& marks : marks_) {
-    n += static_cast<std::size_t>(__builtin_popcountll(marks.load(std::memory_order_seq_cst)));
-  }
-  return n;
+bool IdleWorkers::marked(std::size_t worker) const noexcept {
+  return ((marks_[worker / 64].load(std::memory_order_seq_cst) >> (worker % 64)) & 1) != 0;
 }
 
 void IdleWorkers::prepare_stand_by(std::size_t worker) noexcept {

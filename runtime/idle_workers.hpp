@@ -53,8 +53,8 @@ class IdleWorkers {
   void wake_all() noexcept;
   // True if some worker is marked idle.
   bool any() const noexcept;
-  // How many workers are marked idle.
-  std::size_t marked() const noexcept;
+  // True if `worker` is marked idle.
+  bool marked(std::size_t worker) const noexcept;
 
   // Clears `worker`'s wake word, before it becomes known as standing by.
   void prepare_stand_by(std::size_t worker) noexcept;

@@ -55,6 +55,7 @@ RuntimeCore::RuntimeCore(RuntimeOptions options)
       queue_{queue_options(options_)},
       slots_(options_.workers),
       standing_by_(options_.workers, 0),
+      worker_jobs_(options_.workers, nullptr),
       slot_ends_{std::make_unique<SlotEnd[]>(options_.workers)},
       serial_{g_next_serial.fetch_add(1, std::memory_order_relaxed)},
       outcome_counts_{std::make_unique<OutcomeCounts[]>(options_.workers + 1)} {
@@ -337,10 +338,11 @@ Job* RuntimeCore::next_job(std::size_t worker, Job* finished, Outcome&& outcome)
   queue_.prefetch_inbox();  // its lines arrive while we wait for the lock
   Lock lock = lock_hot_path();
   const bool sample = finished != nullptr && record_finished(*finished, outcome, finished_self);
+  worker_jobs_[worker] = nullptr;
   for (bool first = true;; first = false) {
     if (!first) now = Clock::now();
     const bool stand_by = may_stand_by && !stop_workers_ && !queue_.empty() &&
-                          another_worker_drains(now);
+                          another_worker_drains(worker, now);
     // A job starts only into a free run slot (jobs that hold no thread keep theirs).
     QueueItem* item = !stand_by && running_count_ < slots_.size()
                           ? queue_.take(now, dropped, can_start_)
@@ -349,6 +351,7 @@ Job* RuntimeCore::next_job(std::size_t worker, Job* finished, Outcome&& outcome)
     bool wake_timer = false;
     Job* const taken = item != nullptr ? &job_of(item) : nullptr;
     if (taken != nullptr) start(*taken, now, worker, wake_timer);
+    if (taken != nullptr && taken->awaitable() == nullptr) worker_jobs_[worker] = taken;
     // More work than this worker: pass the wake-up on (submitters skip it while one spins).
     // The linked items count, not the reservations (size(), whose line every submitter
     // writes): a submitter that skipped its wake-up because this worker spun pushed before
@@ -760,14 +763,15 @@ bool RuntimeCore::tiny(const Job& job) noexcept {
   return job.awaitable() == nullptr && EstimateState::of(job).mostly_tiny();
 }
 
-bool RuntimeCore::another_worker_drains(TimePoint now) const {
-  // This one, those asleep and those standing by: is anyone left?
-  if (idle_.marked() + standing_by_count_ + 1 >= slots_.size()) return false;
-  for (const RunSlot& slot : slots_) {
-    // Held longer than tiny jobs take: maybe for long; this worker had better stay.
-    if (slot.job != nullptr && now - slot.job->started_at > kStandByAtMost) return false;
+bool RuntimeCore::another_worker_drains(std::size_t worker, TimePoint now) const {
+  for (std::size_t other = 0; other < worker_jobs_.size(); ++other) {
+    if (other == worker || standing_by_[other] != 0 || idle_.marked(other)) continue;
+    // Awake: between jobs, or in one that has not run longer than a worker stands by (one that
+    // has may take long: a misestimate, or a job that is not tiny).
+    const Job* running = worker_jobs_[other];
+    if (running == nullptr || now - running->started_at <= kStandByAtMost) return true;
   }
-  return true;
+  return false;
 }
 
 RuntimeCore::Lock RuntimeCore::lock_hot_path() {

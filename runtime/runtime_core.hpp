@@ -18,11 +18,12 @@
 // cores: 1.38 against 1.00 M jobs/s; bench/README.md, "tenth part"). So a worker whose last
 // job was tiny (RuntimeOptions::tiny_job: its own run and most of its estimate key's recent
 // ones) stands by instead of taking the next one while another worker is awake and drains the
-// queue, and none of the running jobs has run longer than kStandByAtMost. Standing by, it sleeps unmarked (submitters wake the
-// idle workers, not it) for at most kStandByAtMost, then looks again. A worker that starts a
-// job that is not tiny while more are queued wakes one that stands by; so does shutdown. The
-// queue, its order and admission do not change: only how many workers take from it. A job
-// estimated tiny that runs long delays the queued ones by at most kStandByAtMost.
+// queue: between jobs, or in one that has not run longer than kStandByAtMost. Standing by, it
+// sleeps unmarked (submitters wake the idle workers, not it) for at most kStandByAtMost, then
+// looks again. A worker that starts a job that is not tiny while more are queued wakes one
+// that stands by; so does shutdown. The queue, its order and admission do not change: only how
+// many workers take from it. A job estimated tiny that runs long delays the queued ones by at
+// most kStandByAtMost.
 //
 // One timer thread serves every job: it sleeps until the earliest deadline of any queued or
 // running job, or for at most kTimerLongestSleep (100 ms), so that a job whose deadline is
@@ -191,9 +192,10 @@ class RuntimeCore final : public JobSource {
   static Duration busy_bound(const void* core, TimePoint now) noexcept;
   // True if a job of `job`'s kind typically takes less than the hand-off (see "Tiny jobs").
   static bool tiny(const Job& job) noexcept;
-  // True if another worker than the caller is awake and takes from the queue (not idle, not standing
-  // by), and no running job has run longer than a standing-by worker waits. Requires mu_.
-  bool another_worker_drains(TimePoint now) const;
+  // True if a worker other than `worker` is awake (not idle, not standing by) and comes back to
+  // the queue soon: it is between jobs, or its job has not run longer than a worker stands by.
+  // Requires mu_. O(workers).
+  bool another_worker_drains(std::size_t worker, TimePoint now) const;
   // Locks mu_ on the submit and dequeue paths: spins briefly before blocking.
   Lock lock_hot_path();
   // Returns once the queue's size differs from `seen` or its inbox has something, or after a
@@ -244,6 +246,9 @@ class RuntimeCore final : public JobSource {
   std::vector<std::uint8_t> standing_by_;
   std::size_t standing_by_count_ = 0;
   std::uint64_t stand_bys_ = 0;  // since start (RuntimeStats::stand_bys); guarded by mu_
+  // The job each worker's thread runs (null: between jobs; awaitable jobs hold no thread);
+  // guarded by mu_.
+  std::vector<const Job*> worker_jobs_;
   // Each slot's expected_end as published for busy_bound (ns since the clock's epoch; min():
   // free). Written under mu_ before the started job's queue reservation is released (so a
   // lock-free admission sees the job in the queue or here; see start()); relaxed.

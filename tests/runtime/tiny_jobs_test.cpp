@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -124,6 +125,31 @@ TEST_SUITE("Runtime: tiny jobs") {
     CHECK(reaching.wait().reason == Reason::ok);
     rt.shutdown(30s);
     CHECK(tally.ok.load() == 12'000);
+  }
+
+  TEST_CASE("a long job on one worker does not keep the other two from standing by in turn" *
+            doctest::timeout(60)) {
+    sandglass::RuntimeOptions options = two_workers();
+    options.workers = 3;
+    Runtime rt{options};
+    Tally tally;
+    std::atomic<bool> started{false};
+    std::atomic<bool> release{false};
+    sandglass::JobHandle long_job = rt.submit({.kind = "long", .budget = 50s}, [&](JobContext& ctx) {
+      started.store(true);
+      while (!release.load()) ctx.checkpoint();
+    });
+    while (!started.load()) std::this_thread::yield();
+    submit_tiny(rt, tally, 2'000).wait();
+    submit_tiny(rt, tally, 20'000);
+    while (tally.outcomes.load() < 22'000) std::this_thread::sleep_for(1ms);
+    // The long job ran all along: the stand-bys counted came from the two others.
+    CHECK(rt.stats().stand_bys > 0);
+    CHECK(rt.stats().running == 1);
+    release.store(true);
+    CHECK(long_job.wait().reason == Reason::ok);
+    rt.shutdown(30s);
+    CHECK(tally.ok.load() == 22'000);
   }
 
   TEST_CASE("a negative tiny_job is refused with a message naming it") {
