@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -58,6 +59,21 @@ sandglass::JobHandle submit_tiny(Runtime& rt, Tally& tally, std::size_t n) {
   return last;
 }
 
+// Submits `first`, 5,000 tiny jobs, `second` and 5,000 more to a runtime whose tiny kinds
+// are trained; checks that all end ok, then shuts down.
+void around_tiny_runs(Runtime& rt, Tally& tally, sandglass::JobSpec first_spec,
+                      sandglass::JobHandler first, sandglass::JobSpec second_spec,
+                      sandglass::JobHandler second) {
+  sandglass::JobHandle a = rt.submit(std::move(first_spec), std::move(first));
+  submit_tiny(rt, tally, 5'000);
+  sandglass::JobHandle b = rt.submit(std::move(second_spec), std::move(second));
+  submit_tiny(rt, tally, 5'000);
+  CHECK(a.wait().reason == Reason::ok);
+  CHECK(b.wait().reason == Reason::ok);
+  rt.shutdown(30s);
+  CHECK(tally.ok.load() == 12'000);
+}
+
 }  // namespace
 
 TEST_SUITE("Runtime: tiny jobs") {
@@ -96,14 +112,11 @@ TEST_SUITE("Runtime: tiny jobs") {
       arrived.fetch_add(1);
       while (arrived.load() < 2) ctx.checkpoint();
     };
-    submit_tiny(rt, tally, 5'000);
+    // The first holds a worker until the second, behind 5,000 tiny jobs, runs.
     sandglass::JobHandle first = rt.submit({.kind = "pair", .budget = 10s}, meet);
-    sandglass::JobHandle second = rt.submit({.kind = "pair", .budget = 10s}, meet);
-    submit_tiny(rt, tally, 5'000);
+    around_tiny_runs(rt, tally, {.kind = "pair", .budget = 10s}, meet,
+                     {.kind = "tiny-b", .budget = 10s}, [](JobContext&) {});
     CHECK(first.wait().reason == Reason::ok);
-    CHECK(second.wait().reason == Reason::ok);
-    rt.shutdown(30s);
-    CHECK(tally.ok.load() == 12'000);
   }
 
   TEST_CASE("a job of a tiny kind that runs long does not keep the queued ones waiting" *
@@ -114,17 +127,12 @@ TEST_SUITE("Runtime: tiny jobs") {
     // Estimated tiny, it waits for a job queued behind thousands of others: only a worker that
     // stops standing by can run that one.
     std::atomic<bool> reached{false};
-    sandglass::JobHandle waiting = rt.submit({.kind = "tiny-a", .budget = 10s}, [&](JobContext& ctx) {
-      while (!reached.load()) ctx.checkpoint();
-    });
-    submit_tiny(rt, tally, 5'000);
-    sandglass::JobHandle reaching =
-        rt.submit({.kind = "tiny-b", .budget = 10s}, [&](JobContext&) { reached.store(true); });
-    submit_tiny(rt, tally, 5'000);
-    CHECK(waiting.wait().reason == Reason::ok);
-    CHECK(reaching.wait().reason == Reason::ok);
-    rt.shutdown(30s);
-    CHECK(tally.ok.load() == 12'000);
+    around_tiny_runs(
+        rt, tally, {.kind = "tiny-a", .budget = 10s},
+        [&](JobContext& ctx) {
+          while (!reached.load()) ctx.checkpoint();
+        },
+        {.kind = "tiny-b", .budget = 10s}, [&](JobContext&) { reached.store(true); });
   }
 
   TEST_CASE("a long job on one worker does not keep the other two from standing by in turn" *
