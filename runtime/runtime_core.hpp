@@ -22,8 +22,8 @@
 // sleeps unmarked (submitters wake the idle workers, not it) for at most kStandByAtMost, then
 // looks again. A worker that starts a job that is not tiny while more are queued wakes one
 // that stands by; so does shutdown. The queue, its order and admission do not change: only how
-// many workers take from it. A job estimated tiny that runs long delays the queued ones by at
-// most kStandByAtMost.
+// many workers take from it. When a job estimated tiny runs long, a worker standing by takes
+// over the queue at most 2 × kStandByAtMost after that job started.
 //
 // One timer thread serves every job: it sleeps until the earliest deadline of any queued or
 // running job, or for at most kTimerLongestSleep (100 ms), so that a job whose deadline is
