@@ -19,8 +19,9 @@ namespace sandglass::detail {
 namespace {
 
 constexpr Duration kTimerLongestSleep = std::chrono::milliseconds{100};
-// See "Tiny jobs" in runtime_core.hpp: a worker stands by for at most this, the longest a
-// tiny job that runs long (a misestimate) delays the queue.
+// See "Tiny jobs" in runtime_core.hpp: a worker stands by for at most this, and only while the
+// worker it relies on has not run its job for longer. So a tiny job that runs long (a
+// misestimate) holds the queue for at most twice this after it started.
 constexpr Duration kStandByAtMost = std::chrono::microseconds{200};
 
 DeadlineQueueOptions queue_options(const RuntimeOptions& o) {
