@@ -33,15 +33,13 @@ EstimateSnapshot EstimateState::snapshot(const std::string& key) {
 void EstimateState::publish_figures() noexcept {
   // Only what changed: a store of an unchanged figure would still take the cache line from
   // every submitter that reads it.
-  auto publish = [](std::atomic<Duration::rep>& to, Duration::rep value) {
+  auto publish = [](auto& to, auto value) {
     if (to.load(std::memory_order_relaxed) != value) to.store(value, std::memory_order_relaxed);
   };
   publish(tail_ns_, estimator_.tail().count());
   publish(central_ns_, estimator_.central().count());
   publish(age_due_ns_, estimator_.next_age_check().time_since_epoch().count());
-  if (mostly_tiny_.load(std::memory_order_relaxed) != estimator_.mostly_short()) {
-    mostly_tiny_.store(estimator_.mostly_short(), std::memory_order_relaxed);
-  }
+  publish(mostly_tiny_, estimator_.mostly_short());
 }
 
 }  // namespace sandglass::detail

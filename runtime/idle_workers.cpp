@@ -13,19 +13,20 @@ namespace sandglass::detail {
 namespace {
 
 #if defined(__linux__)
-// The wake word as a futex (std::atomic has no timed wait). libstdc++'s own wait on a 4-byte
-// atomic is a futex on the same address, so this wake-up also reaches sleep()'s waiter.
+// The wake word as a futex (std::atomic has no timed wait), for stand_by().
 std::uint32_t* futex_word(std::atomic<std::uint32_t>& word) noexcept {
   static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
   return reinterpret_cast<std::uint32_t*>(&word);
 }
 #endif
 
-void wake_waiter(std::atomic<std::uint32_t>& word) noexcept {
+// Wakes stand_by()'s waiter on `word` (elsewhere it polls).
+void wake_standing(std::atomic<std::uint32_t>& word) noexcept {
 #if defined(__linux__)
   syscall(SYS_futex, futex_word(word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+#else
+  (void)word;
 #endif
-  word.notify_one();
 }
 
 }  // namespace
@@ -71,7 +72,8 @@ void IdleWorkers::wake_all() noexcept {
   for (auto& marks : marks_) marks.store(0, std::memory_order_seq_cst);
   for (std::size_t w = 0; w < workers_; ++w) {
     wake_[w].word.store(1, std::memory_order_release);  // pairs with sleep() and stand_by()
-    wake_waiter(wake_[w].word);
+    wake_[w].word.notify_one();                          // sleep()'s waiter
+    wake_standing(wake_[w].word);
   }
 }
 
@@ -112,7 +114,7 @@ bool IdleWorkers::stand_by(std::size_t worker, std::chrono::nanoseconds at_most)
 
 void IdleWorkers::wake_standing_by(std::size_t worker) noexcept {
   wake_[worker].word.store(1, std::memory_order_release);  // pairs with stand_by()
-  wake_waiter(wake_[worker].word);
+  wake_standing(wake_[worker].word);
 }
 
 }  // namespace sandglass::detail
