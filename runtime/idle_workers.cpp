@@ -12,20 +12,32 @@
 namespace sandglass::detail {
 namespace {
 
+// The wake word is a private futex on Linux, waited on and woken by raw system calls.
+// std::atomic::wait would do the same in principle, but libstdc++ 12 never defines
+// _GLIBCXX_HAVE_LINUX_FUTEX_PRIVATE, so its wait and notify use a shared futex: each wake-up
+// makes the kernel look the word's page up (get_futex_key, gup_fast_fallback in `perf`). It
+// also spins with sched_yield before it sleeps and keeps a global waiter count, and it has no
+// timed wait (stand_by needs one). Elsewhere, sleep() waits through std::atomic and
+// stand_by() polls.
 #if defined(__linux__)
-// The wake word as a futex (std::atomic has no timed wait), for stand_by().
 std::uint32_t* futex_word(std::atomic<std::uint32_t>& word) noexcept {
   static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
   return reinterpret_cast<std::uint32_t*>(&word);
 }
+
+// Sleeps while `word` is 0, for at most `timeout` (none: no limit). Returns at once if the word
+// is no longer 0, and may return spuriously: the caller looks again.
+void futex_wait(std::atomic<std::uint32_t>& word, const timespec* timeout) noexcept {
+  syscall(SYS_futex, futex_word(word), FUTEX_WAIT_PRIVATE, 0, timeout, nullptr, 0);
+}
 #endif
 
-// Wakes stand_by()'s waiter on `word` (elsewhere it polls).
-void wake_standing(std::atomic<std::uint32_t>& word) noexcept {
+// Wakes the thread that waits on `word` in sleep() or stand_by().
+void wake_waiter(std::atomic<std::uint32_t>& word) noexcept {
 #if defined(__linux__)
   syscall(SYS_futex, futex_word(word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
 #else
-  (void)word;
+  word.notify_one();
 #endif
 }
 
@@ -46,8 +58,13 @@ void IdleWorkers::withdraw(std::size_t worker) noexcept {
 }
 
 void IdleWorkers::sleep(std::size_t worker) noexcept {
+  std::atomic<std::uint32_t>& word = wake_[worker].word;
   // Acquire: pairs with the release store in wake_one(), so the claimer's work is visible.
-  wake_[worker].word.wait(0, std::memory_order_acquire);
+#if defined(__linux__)
+  while (word.load(std::memory_order_acquire) == 0) futex_wait(word, nullptr);
+#else
+  word.wait(0, std::memory_order_acquire);
+#endif
 }
 
 bool IdleWorkers::wake_one() noexcept {
@@ -61,7 +78,7 @@ bool IdleWorkers::wake_one() noexcept {
       const std::size_t worker = i * 64 + static_cast<std::size_t>(__builtin_ctzll(bit));
       // Release: pairs with the acquire wait in sleep().
       wake_[worker].word.store(1, std::memory_order_release);
-      wake_[worker].word.notify_one();
+      wake_waiter(wake_[worker].word);
       return true;
     }
   }
@@ -72,8 +89,7 @@ void IdleWorkers::wake_all() noexcept {
   for (auto& marks : marks_) marks.store(0, std::memory_order_seq_cst);
   for (std::size_t w = 0; w < workers_; ++w) {
     wake_[w].word.store(1, std::memory_order_release);  // pairs with sleep() and stand_by()
-    wake_[w].word.notify_one();                          // sleep()'s waiter
-    wake_standing(wake_[w].word);
+    wake_waiter(wake_[w].word);
   }
 }
 
@@ -103,8 +119,7 @@ bool IdleWorkers::stand_by(std::size_t worker, std::chrono::nanoseconds at_most)
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
     const timespec timeout{.tv_sec = static_cast<time_t>(ns / 1'000'000'000),
                            .tv_nsec = static_cast<long>(ns % 1'000'000'000)};
-    // Returns at once if the word is no longer 0 (the wake-up came first).
-    syscall(SYS_futex, futex_word(word), FUTEX_WAIT_PRIVATE, 0, &timeout, nullptr, 0);
+    futex_wait(word, &timeout);  // at once if the wake-up came first
 #else
     std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(left, std::chrono::microseconds{20}));
 #endif
@@ -114,7 +129,7 @@ bool IdleWorkers::stand_by(std::size_t worker, std::chrono::nanoseconds at_most)
 
 void IdleWorkers::wake_standing_by(std::size_t worker) noexcept {
   wake_[worker].word.store(1, std::memory_order_release);  // pairs with stand_by()
-  wake_standing(wake_[worker].word);
+  wake_waiter(wake_[worker].word);
 }
 
 }  // namespace sandglass::detail
