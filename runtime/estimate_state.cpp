@@ -3,20 +3,30 @@
 namespace sandglass::detail {
 
 EstimateState::Figures EstimateState::figures(TimePoint now) {
-  if (now.time_since_epoch().count() >= age_due_ns_.load(std::memory_order_relaxed)) {
-    std::unique_lock lock{estimator_mu_, std::try_to_lock};
-    if (lock.owns_lock()) {
-      estimator_.age(now);
-      publish_figures();
-    }
+  // No overflow: age_grace_ is at most a quarter of the clock's range.
+  if ((now - age_grace_).time_since_epoch().count() >= age_due_ns_.load(std::memory_order_relaxed)) {
+    age(now);
   }
   return {.tail = Duration{tail_ns_.load(std::memory_order_relaxed)},
           .central = Duration{central_ns_.load(std::memory_order_relaxed)}};
 }
 
+void EstimateState::age_if_due(TimePoint now) {
+  if (now.time_since_epoch().count() >= age_due_ns_.load(std::memory_order_relaxed)) age(now);
+}
+
+void EstimateState::age(TimePoint now) {
+  std::unique_lock lock{estimator_mu_, std::try_to_lock};
+  if (lock.owns_lock()) {
+    estimator_.age(now);
+    publish_figures();
+  }
+}
+
 void EstimateState::record(Duration run_time, TimePoint ended_at) {
   std::lock_guard lock{estimator_mu_};
   estimator_.record(run_time, ended_at);
+  estimator_.age(ended_at);
   publish_figures();
 }
 

@@ -79,6 +79,7 @@ class ServiceTimeEstimator {
   // slowly moving geometric mean of every run recorded (not of the window: after a stall the
   // window may hold only the slow runs it caused, which must not keep themselves alive).
   Duration sample_lifetime() const noexcept;
+  const ServiceTimeEstimatorOptions& options() const noexcept { return options_; }
 
  private:
   struct Sample {
