@@ -11,10 +11,6 @@ EstimateState::Figures EstimateState::figures(TimePoint now) {
           .central = Duration{central_ns_.load(std::memory_order_relaxed)}};
 }
 
-void EstimateState::age_if_due(TimePoint now) {
-  if (now.time_since_epoch().count() >= age_due_ns_.load(std::memory_order_relaxed)) age(now);
-}
-
 void EstimateState::age(TimePoint now) {
   std::unique_lock lock{estimator_mu_, std::try_to_lock};
   if (lock.owns_lock()) {

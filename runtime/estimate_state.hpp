@@ -5,16 +5,16 @@
 //   state.record(run_time, ended_at);         // a worker, after each run, before its outcome
 //   EstimateState::Figures f = state.figures(now);  // a submitter
 //
-//   state.age_if_due(now);                    // the submitter, once its job is queued
 //
 // Aging (ServiceTimeEstimator::age) is due at most eight times per sample lifetime. A worker
-// that records a run ages the samples when it is due. A submitter that finds it due decides
-// with the figures published last and ages the samples only after its job is queued and its
-// worker woken (age_if_due): an aging refresh before the wake-up cost the p50 of submit ->
-// start 0.2-0.3 us at low load in sandglass-handoff-bench, and its p99 more (one submit in
-// twelve paid it). Only when aging is overdue by more than the shortest period between checks
-// (max_age / 8), after a pause without runs, does a submitter age the samples first: the
-// figures that decide are at most that much staler than before, and never a pause's worth.
+// that records a run ages the samples when it is due; a submitter ages them only when aging is
+// overdue by more than the shortest period between checks (max_age / 8), after a pause without
+// runs, and otherwise decides with the figures published last. So a submitter that comes
+// first after the due time does not pay for the refresh, which at low load was one submit in
+// twelve, before its job was queued and its worker woken, and after it too when the woken
+// worker waited for the submitter's core (0.2-0.3 us on the p50 of submit -> start in
+// sandglass-handoff-bench, more on its p95-p99). The figures that decide are at most that
+// period staler than before, and never a pause's worth.
 //
 // Runs are recorded one by one, before their outcome is published. (Batches of up to 32 runs
 // per worker were tried: they saved about 150 instructions per job, but with callback-only jobs
@@ -60,8 +60,6 @@ class EstimateState : public JobOrigin {
   // the estimator is free, else the figures published last. The two figures may come from
   // consecutive updates.
   Figures figures(TimePoint now);
-  // Ages the samples when that is due and the estimator is free (one comparison if not due).
-  void age_if_due(TimePoint now);
   // Adds a run that took `run_time` and ended at `ended_at`, ages the samples when that is due,
   // and publishes the new figures.
   void record(Duration run_time, TimePoint ended_at);
@@ -77,7 +75,7 @@ class EstimateState : public JobOrigin {
 
 
   const std::string kind_;  // the kind of the job that first used the key
-  const Duration age_grace_;  // how long past due a submitter leaves aging to age_if_due
+  const Duration age_grace_;  // how long past due a submitter leaves aging to the workers
   std::mutex estimator_mu_;
   ServiceTimeEstimator estimator_;  // guarded by estimator_mu_
   // On a line of their own: submitters read them for every job, and the estimator beside them

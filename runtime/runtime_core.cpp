@@ -230,7 +230,6 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
   job->group = ks.group;
   // A job with a parent takes the lock: the parent's callback may look at it from now on.
   if (!spec.parent.can_be_cancelled() && admit_lock_free(job, now, !spec.deadline)) {
-    es.age_if_due(now);  // after the wake-up (estimate_state.hpp)
     return JobHandle{std::move(job)};
   }
   Admission admission;
@@ -283,7 +282,6 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
   } else if (spec.parent.cancelled()) {
     cancel(*job, CancelCause::upstream);  // a no-op if the callback got there first
   }
-  es.age_if_due(now);
   return JobHandle{std::move(job)};
 }
 

@@ -1,7 +1,7 @@
 // When the run-time samples of an estimate key age out (runtime/estimate_state.hpp): a worker
 // that records a run ages them when due; a submitter that finds aging due decides with the
-// figures published last and ages them after its job is queued, unless aging is overdue (a
-// pause without runs), when it ages them first.
+// figures published last, unless aging is overdue (a pause without runs): then it ages them
+// first.
 #include <sandglass/runtime.hpp>
 #include <sandglass/service_time_estimator.hpp>
 
@@ -54,8 +54,8 @@ TEST_SUITE("Runtime estimate aging") {
     state.record(30ms, kT0);
     state.record(30ms, kT0);
     CHECK(state.figures(kT0 + 80ms).tail == 30ms);
-    state.age_if_due(kT0 + 80ms);
-    CHECK(kept(state) == 2);
+    state.record(30ms, kT0 + 80ms);
+    CHECK(kept(state) == 3);
   }
 
   TEST_CASE("a submitter within a check period past due decides with the figures published last") {
@@ -66,10 +66,10 @@ TEST_SUITE("Runtime estimate aging") {
     CHECK(state.figures(due).tail == 30ms);
     CHECK(state.figures(due + 9ms).tail == 30ms);
     CHECK(kept(state) == 2);
-    // Once its job is queued and its worker woken.
-    state.age_if_due(due + 9ms);
-    CHECK(kept(state) == 0);
-    CHECK(state.figures(due + 9ms).tail == Duration::zero());
+    // The next run recorded ages them.
+    state.record(1ms, due + 9ms);
+    CHECK(kept(state) == 1);
+    CHECK(state.figures(due + 9ms).tail == 1ms);
   }
 
   TEST_CASE("a submitter after a pause ages the samples before it decides") {
