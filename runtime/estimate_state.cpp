@@ -3,8 +3,7 @@
 namespace sandglass::detail {
 
 EstimateState::Figures EstimateState::figures(TimePoint now) {
-  // No overflow: age_grace_ is at most a quarter of the clock's range.
-  if ((now - age_grace_).time_since_epoch().count() >= age_due_ns_.load(std::memory_order_relaxed)) {
+  if (now.time_since_epoch().count() >= age_overdue_ns_.load(std::memory_order_relaxed)) {
     age(now);
   }
   return {.tail = Duration{tail_ns_.load(std::memory_order_relaxed)},
@@ -44,7 +43,8 @@ void EstimateState::publish_figures() noexcept {
   };
   publish(tail_ns_, estimator_.tail().count());
   publish(central_ns_, estimator_.central().count());
-  publish(age_due_ns_, estimator_.next_age_check().time_since_epoch().count());
+  publish(age_overdue_ns_,
+          saturating_add(estimator_.next_age_check(), age_grace_).time_since_epoch().count());
   publish(mostly_tiny_, estimator_.mostly_short());
 }
 
