@@ -94,7 +94,8 @@ struct RuntimeOptions {
   double estimate_quantile = 0.99;
   std::size_t estimate_window = 128;  // most samples kept per estimate key
   // A sample ages out after the longer of `estimate_max_age` and `estimate_age_in_runs` × the
-  // kind's typical run time, so a stall cannot lock admission out for long.
+  // kind's typical run time, so a stall cannot lock admission out for long. The next run
+  // recorded drops it, or a submission more than estimate_max_age / 8 later without one.
   Duration estimate_max_age = std::chrono::milliseconds{20};
   double estimate_age_in_runs = 10;
   // A running job is overrunning once its deadline passed this long ago (see overrun.hpp).
