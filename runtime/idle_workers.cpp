@@ -4,6 +4,7 @@
 
 #if defined(__linux__)
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,6 +42,15 @@ void wake_waiter(std::atomic<std::uint32_t>& word) noexcept {
 #endif
 }
 
+// The caller's core; -1 where that is not known. glibc reads it from rseq: no system call.
+int current_cpu() noexcept {
+#if defined(__linux__)
+  return sched_getcpu();
+#else
+  return -1;
+#endif
+}
+
 }  // namespace
 
 IdleWorkers::IdleWorkers(std::size_t workers)
@@ -48,6 +58,7 @@ IdleWorkers::IdleWorkers(std::size_t workers)
 
 void IdleWorkers::prepare(std::size_t worker) noexcept {
   wake_[worker].word.store(0, std::memory_order_relaxed);
+  wake_[worker].cpu.store(current_cpu(), std::memory_order_relaxed);
   // Pairs with the seq_cst load in wake_one(): after this, a waker that made work visible
   // sees the mark, or this worker's next look sees the work.
   marks_[worker / 64].fetch_or(std::uint64_t{1} << (worker % 64), std::memory_order_seq_cst);
@@ -68,14 +79,26 @@ void IdleWorkers::sleep(std::size_t worker) noexcept {
 }
 
 bool IdleWorkers::wake_one() noexcept {
+  const int here = current_cpu();
+  if (here >= 0 && claim_and_wake([&](std::size_t w) {
+        return wake_[w].cpu.load(std::memory_order_relaxed) == here;
+      })) {
+    return true;
+  }
+  return claim_and_wake([](std::size_t) { return true; });
+}
+
+template <typename Wanted>
+bool IdleWorkers::claim_and_wake(Wanted wanted) noexcept {
   for (std::size_t i = 0; i < marks_.size(); ++i) {
     std::uint64_t marks = marks_[i].load(std::memory_order_seq_cst);
     while (marks != 0) {
       const std::uint64_t bit = marks & (~marks + 1);
-      // Claims the worker: only one waker clears its mark.
-      marks = marks_[i].fetch_and(~bit, std::memory_order_seq_cst);
-      if ((marks & bit) == 0) continue;  // another waker, or the worker itself, was first
+      marks &= ~bit;
       const std::size_t worker = i * 64 + static_cast<std::size_t>(__builtin_ctzll(bit));
+      if (!wanted(worker)) continue;
+      // Claims the worker: only one waker clears its mark.
+      if ((marks_[i].fetch_and(~bit, std::memory_order_seq_cst) & bit) == 0) continue;
       // Release: pairs with the acquire wait in sleep().
       wake_[worker].word.store(1, std::memory_order_release);
       wake_waiter(wake_[worker].word);
