@@ -18,8 +18,6 @@ using namespace std::chrono_literals;
 using sandglass::Duration;
 using sandglass::EstimateSnapshot;
 using sandglass::JobContext;
-using sandglass::JobHandle;
-using sandglass::Outcome;
 using sandglass::Priority;
 using sandglass::Reason;
 using sandglass::Runtime;
@@ -97,24 +95,24 @@ TEST_SUITE("Runtime estimate aging") {
     // implausible; once they aged out (80 ms, then a pause well past the 10 ms grace), the
     // first such job is admitted and runs.
     Runtime rt{{.workers = 2, .capacity = 64, .estimate_max_age = 80ms, .estimate_age_in_runs = 0}};
-    std::vector<JobHandle> warm;
+    std::vector<sandglass::JobHandle> warm;
     for (int i = 0; i < 2; ++i) {
       warm.push_back(rt.submit({.kind = "slow", .priority = Priority::normal, .budget = 20s},
                                [](JobContext&) { std::this_thread::sleep_for(30ms); }));
       warm.push_back(rt.submit({.kind = "quick", .priority = Priority::high, .budget = 5s},
                                [](JobContext&) {}));
     }
-    for (JobHandle& h : warm) CHECK(h.wait().reason == Reason::ok);
+    for (sandglass::JobHandle& h : warm) CHECK(h.wait().reason == Reason::ok);
     REQUIRE(kept_of(rt, "slow") == 2);
-    const Outcome refused =
+    const sandglass::Outcome refused =
         rt.submit({.kind = "slow", .priority = Priority::high, .budget = 10ms}, [](JobContext&) {})
             .wait();
     CHECK(refused.reason == Reason::deadline_implausible);
 
     std::this_thread::sleep_for(300ms);
-    JobHandle quick = rt.submit({.kind = "quick", .priority = Priority::normal, .budget = 1s},
-                                [](JobContext&) {});
-    const Outcome admitted =
+    sandglass::JobHandle quick =
+        rt.submit({.kind = "quick", .priority = Priority::normal, .budget = 1s}, [](JobContext&) {});
+    const sandglass::Outcome admitted =
         rt.submit({.kind = "slow", .priority = Priority::high, .budget = 10ms}, [](JobContext&) {})
             .wait();
     CHECK(admitted.reason == Reason::ok);
