@@ -5,7 +5,6 @@
 //   state.record(run_time, ended_at);         // a worker, after each run, before its outcome
 //   EstimateState::Figures f = state.figures(now);  // a submitter
 //
-//
 // Aging (ServiceTimeEstimator::age) is due at most eight times per sample lifetime. A worker
 // that records a run ages the samples when it is due; a submitter ages them only when aging is
 // overdue by more than the shortest period between checks (max_age / 8), after a pause without
@@ -72,7 +71,6 @@ class EstimateState : public JobOrigin {
  private:
   void publish_figures() noexcept;  // requires estimator_mu_
   void age(TimePoint now);          // if the estimator is free
-
 
   const std::string kind_;  // the kind of the job that first used the key
   // How long past due a submitter leaves aging to the workers. Read under estimator_mu_ only:
