@@ -227,8 +227,10 @@ Api::ClientGone Api::submit(const HttpRequest& request, TimePoint arrived_at, Re
       live_stats_.job_finished(o);
       records_.finish(o);  // answers the waiting clients
     };
-    const Duration intake = Clock::now() - arrived_at;
     const JobHandle job = runtime_.submit(std::move(spec), std::move(handler), std::move(on_outcome));
+    // Up to the runtime's own stamp, from which queue_ms counts: the four timings then add up
+    // to the deadline however long the submitter was preempted within submit.
+    const Duration intake = job.progress().enqueued_at - arrived_at;
     records_.add(job, req.kind, {.intake = intake, .budget = budget});
     return job.id();
   };
