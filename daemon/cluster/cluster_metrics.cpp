@@ -42,6 +42,8 @@ ClusterMetrics::ClusterMetrics()
                            "database: the tail estimate alone exceeds the time left")},
       db_errors{counter(*registry_, "sandglass_cluster_db_errors_total",
                         "Statements or connections to the cluster database that failed")},
+      forgotten{counter(*registry_, "sandglass_cluster_records_forgotten_total",
+                        "Rows of finished jobs this node deleted, records.keep_ms after they ended")},
       claim_latency{histogram(*registry_, "sandglass_cluster_claim_seconds",
                               "Time of one claim statement (with the outcomes it writes), as this "
                               "node waits for it",

@@ -1,6 +1,7 @@
 // cluster_metrics.hpp (private) — `ClusterMetrics`, the Prometheus series of one cluster node
 // (README, "Cluster": claims, claimed jobs, claim latency and batch size, jobs retired at claim,
-// stale outcomes, jobs taken back from lost nodes or lost claim answers, notify lag, database errors).
+// stale outcomes, jobs taken back from lost nodes or lost claim answers, notify lag, database errors,
+// finished records forgotten).
 //
 //   ClusterMetrics m;
 //   m.claims.Increment();
@@ -44,6 +45,7 @@ class ClusterMetrics {
   prometheus::Counter& take_backs;
   prometheus::Counter& refused_here;
   prometheus::Counter& db_errors;
+  prometheus::Counter& forgotten;
   prometheus::Histogram& claim_latency;
   prometheus::Histogram& batch_size;
   prometheus::Histogram& notify_lag;

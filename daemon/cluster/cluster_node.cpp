@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <random>
 
 namespace sandglass::daemon::cluster {
@@ -29,7 +30,8 @@ ClusterNode::Impl::Impl(const DaemonConfig& config, const KindRegistry& kinds, R
       estimator_options_{.quantile = config.runtime.estimate_quantile,
                          .window = config.runtime.estimate_window,
                          .max_age = config.runtime.estimate_max_age,
-                         .age_in_runs = config.runtime.estimate_age_in_runs} {
+                         .age_in_runs = config.runtime.estimate_age_in_runs},
+      keep_records_{std::max<std::chrono::milliseconds>(config.records.keep, kLeastKeep)} {
   if (config_.kinds.empty()) {
     served_ = kinds_.names();
   } else {

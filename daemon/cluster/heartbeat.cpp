@@ -1,6 +1,7 @@
 // The heartbeat thread of a cluster node (node_impl.hpp): says the node is alive, writes the
 // commit points its running jobs passed (polled every kCommitPoll), sweeps lost nodes' jobs
-// (sandglass_sweep) and retires expired heads while every worker is busy.
+// (sandglass_sweep), retires expired heads while every worker is busy and forgets finished
+// records past records.keep_ms (sandglass_forget).
 #include "daemon/cluster/job_rows.hpp"
 #include "daemon/cluster/node_impl.hpp"
 
@@ -59,6 +60,7 @@ void ClusterNode::Impl::heartbeat_loop(std::stop_token st) {
       if (now >= next_beat) {
         next_beat = now + config_.heartbeat;
         sweep(*db);
+        forget_records(*db);
       }
       db_ok_.store(true, std::memory_order_relaxed);
     } catch (const PgError& e) {
@@ -89,6 +91,15 @@ void ClusterNode::Impl::sweep(PgSession& db) {
       "SELECT retired FROM sandglass_claim($1, $2, 0, $3::text[], $4::bigint[]) WHERE retired > 0",
       {owner_, node_, served_array_, int_array(tails)});
   if (retired.rows() > 0) metrics_.retired.Increment(static_cast<double>(retired.integer(0, 0)));
+}
+
+void ClusterNode::Impl::forget_records(PgSession& db) {
+  const TimePoint now = Clock::now();
+  if (now < next_forget_) return;
+  next_forget_ = now + kForgetEvery;
+  const PgRows forgotten = db.exec("SELECT sandglass_forget($1, $2)",
+                                   {std::to_string(keep_records_.count()), std::to_string(kForgetBatch)});
+  metrics_.forgotten.Increment(static_cast<double>(forgotten.integer(0, 0)));
 }
 
 }  // namespace sandglass::daemon::cluster

@@ -51,6 +51,11 @@ inline constexpr std::size_t kSubmitBatch = 128;      // most submissions one st
 inline constexpr std::size_t kRecentOutcomes = 8192;  // outcome ids remembered for late waiters
 inline constexpr std::size_t kEarlyCancels = 1024;    // cancels remembered for jobs not yet started
 inline constexpr std::size_t kMostAhead = 16;         // most jobs a node claims beyond its workers
+// Finished records (010_forget_records.sql): looked for this often, at most kForgetBatch rows a
+// time, and kept at least kLeastKeep (a waiter reads its record after the outcome's NOTIFY).
+inline constexpr std::chrono::seconds kForgetEvery{1};
+inline constexpr std::size_t kForgetBatch = 10'000;
+inline constexpr std::chrono::seconds kLeastKeep{1};
 
 // How many claimed jobs a node of `workers` holds beyond them while the cluster's queue has a
 // backlog (claiming ahead, claimer.cpp): `configured` ([cluster] claim_ahead) if set, else a
@@ -254,6 +259,7 @@ class ClusterNode::Impl {
   // ---- heartbeat (heartbeat.cpp)
   void heartbeat_loop(std::stop_token st);
   void sweep(PgSession& db);
+  void forget_records(PgSession& db);  // the finished records older than keep_records_
 
   // ---- state
   const ClusterConfig config_;
@@ -264,6 +270,8 @@ class ClusterNode::Impl {
   const std::size_t claim_ahead_;  // claim_ahead_for(workers_, capacity_, [cluster] claim_ahead)
   const std::size_t capacity_;
   const ServiceTimeEstimatorOptions estimator_options_;
+  const std::chrono::milliseconds keep_records_;  // records.keep_ms, at least kLeastKeep
+  TimePoint next_forget_{};                       // the heartbeat thread's
   std::vector<std::string> served_;
   std::string served_array_;  // served_ as a text array parameter
   std::string node_;
