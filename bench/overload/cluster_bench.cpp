@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <latch>
 #include <map>
@@ -576,6 +577,71 @@ ClaimRun run_claimers(Cluster& c, std::size_t claimers, std::size_t exchanges, s
   return run;
 }
 
+// The floor under any exchange on this machine: `clients` connections in a closed loop, each
+// running `statements` times one statement of its own (params(k) are client k's), started
+// together. Returns every statement's latency in ms.
+std::vector<double> closed_loop(const std::string& conninfo, std::size_t clients, std::size_t statements,
+                                const std::string& sql,
+                                const std::function<std::vector<std::string>(std::size_t)>& params) {
+  std::vector<std::vector<double>> per(clients);
+  std::latch ready{static_cast<std::ptrdiff_t>(clients)};
+  std::latch go{1};
+  std::vector<std::thread> threads;
+  for (std::size_t k = 0; k < clients; ++k) {
+    threads.emplace_back([&, k] {
+      PgConn db{conninfo};
+      const std::vector<std::string> p = params(k);
+      for (std::size_t n = 0; n < kWarmup; ++n) db.exec(sql, p);
+      ready.count_down();
+      go.wait();
+      for (std::size_t n = 0; n < statements; ++n) {
+        const auto a = Clock::now();
+        db.exec(sql, p);
+        per[k].push_back(ms_between(a, Clock::now()));
+      }
+    });
+  }
+  ready.wait();
+  go.count_down();
+  for (auto& t : threads) t.join();
+  std::vector<double> all;
+  for (const auto& v : per) all.insert(all.end(), v.begin(), v.end());
+  return all;
+}
+
+// What no exchange can beat here: the claimers' closed loop with statements that do less than
+// any exchange must. A round trip (SELECT 1), and the least an exchange of `batch` outcomes and
+// `batch` claims writes: one UPDATE of 2 x `batch` rows by primary key, each client its own
+// rows (no lock waits), updated in place (HOT: no indexed column changes, fillfactor 50), in a
+// table of its own (bench_floor) that holds nothing else.
+std::string exchange_floor(Cluster& c, std::size_t claimers, std::size_t statements, std::size_t batch) {
+  const std::size_t rows = 2 * batch;
+  c.pg.query(fmt::format(
+      "CREATE TABLE bench_floor (id integer PRIMARY KEY, v bigint NOT NULL) WITH (fillfactor = 50); "
+      "INSERT INTO bench_floor SELECT g, 0 FROM generate_series(0, {}) g",
+      claimers * rows - 1));
+  c.pg.query("VACUUM ANALYZE bench_floor");
+  const auto own_rows = [rows](std::size_t k) {
+    std::string ids = "{";
+    for (std::size_t j = 0; j < rows; ++j) ids += fmt::format("{}{}", j == 0 ? "" : ",", k * rows + j);
+    return std::vector<std::string>{ids + "}"};
+  };
+  const std::string update = "UPDATE bench_floor SET v = v + 1 WHERE id = ANY ($1::integer[])";
+  const auto none = [](std::size_t) { return std::vector<std::string>{}; };
+  const std::string conninfo = c.pg.conninfo();
+  const std::vector<double> ping_alone = closed_loop(conninfo, 1, statements, "SELECT 1", none);
+  const std::vector<double> ping = closed_loop(conninfo, claimers, statements, "SELECT 1", none);
+  const std::vector<double> write_alone = closed_loop(conninfo, 1, statements, update, own_rows);
+  const std::vector<double> write = closed_loop(conninfo, claimers, statements, update, own_rows);
+  c.pg.query("DROP TABLE bench_floor");
+  return fmt::format(
+      "    the floor, {} clients in a closed loop, {} statements each (alone: 1 client): SELECT 1 "
+      "p50 {:.3f} ms, p99 {:.3f} ms (alone p50 {:.3f}); an UPDATE of {} rows of its own (HOT) p50 "
+      "{:.3f} ms, p99 {:.3f} ms (alone p50 {:.3f})\n",
+      claimers, statements, quantile(ping, 0.5), quantile(ping, 0.99), quantile(ping_alone, 0.5),
+      rows, quantile(write, 0.5), quantile(write, 0.99), quantile(write_alone, 0.5));
+}
+
 // The cluster's nodes stopped (SIGSTOP) for the object's life, then continued. An idle node
 // claims every poll_ms; before 009_hungry_nodes.sql a claim of the kinds it serves walked the
 // whole queue in claim order when none of them was queued: over the claims step's claimbench
@@ -607,6 +673,8 @@ class PausedNodes {
 // - paced (open loop): the claimers issue `paced_rate` statements per second in all (the
 //   cluster's no-op goal of 5,000 jobs/s is 625 statements of 8 a second), latency from each
 //   statement's scheduled time.
+// Then the floor under the closed loop (exchange_floor): the same clients with statements that
+// do less than any exchange.
 // The kind "claimbench" is served by no node, so the running nodes do not take these jobs; they
 // are stopped meanwhile (PausedNodes).
 void claim_latency(Cluster& c, std::size_t claimers, std::size_t claims_each, std::size_t batch,
@@ -639,6 +707,7 @@ void claim_latency(Cluster& c, std::size_t claimers, std::size_t claims_each, st
   const auto period = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(static_cast<double>(claimers) / paced_rate));
   const ClaimRun paced = run_claimers(c, claimers, paced_each, batch, period, awaited_schema);
+  const std::string floor = exchange_floor(c, claimers, claims_each, batch);
   paused.reset();
   c.pg.query("DELETE FROM sandglass_nodes WHERE node LIKE 'claimbench-%'");
   const std::string doubles = c.pg.scalar(
@@ -663,6 +732,7 @@ void claim_latency(Cluster& c, std::size_t claimers, std::size_t claims_each, st
     std::printf("    statements of the lone claimer (pg_stat_statements, nested included):\n%s",
                 solo_statements.c_str());
   }
+  std::printf("%s", floor.c_str());
   std::printf("claim latency, paced: %zu claimers, %.0f statements/s in all (%.0f jobs/s), open loop, "
               "from each statement's scheduled time, %zu statements: p50 %.3f ms, p90 %.3f ms, "
               "p99 %.3f ms, max %.2f ms; %zu jobs claimed in %.2f s\n",
