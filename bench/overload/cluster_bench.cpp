@@ -20,7 +20,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -162,13 +164,23 @@ class Client {
   }
 
  private:
+  // A node just resumed (PausedNodes) or started may refuse for a moment: a few more tries.
   void connect() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(port_);
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error{"connect failed"};
+    for (int attempt = 1;; ++attempt) {
+      fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+      if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) break;
+      const int error = errno;
+      ::close(fd_);
+      if (attempt == 100 || (error != ECONNREFUSED && error != EAGAIN && error != ETIMEDOUT)) {
+        throw std::runtime_error{fmt::format("connect to 127.0.0.1:{} failed after {} tries: {}", port_,
+                                             attempt, std::strerror(error))};
+      }
+      std::this_thread::sleep_for(10ms);
+    }
     const int one = 1;
     ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   }
@@ -195,8 +207,15 @@ struct Cluster {
   double estimate_quantile;  // the nodes' runtime.estimate_quantile (--estimate-quantile)
   std::vector<std::unique_ptr<DaemonChild>> nodes;
 
+  ~Cluster() {
+    std::error_code ignored;
+    fs::remove(config_file(), ignored);
+  }
+  static std::string config_file() {
+    return (fs::temp_directory_path() / fmt::format("sandglass-bench-cluster-{}.toml", ::getpid())).string();
+  }
   std::string config_path() const {
-    const std::string path = (fs::temp_directory_path() / fmt::format("sandglass-bench-cluster-{}.toml", ::getpid())).string();
+    const std::string path = config_file();
     std::ofstream{path} << fmt::format(
         "[runtime]\nworkers = {}\ncapacity = 100000\nestimate_quantile = {:.6f}\n"
         // A steadier run-time estimate than the defaults (128 samples, kept ~10 typical runs):
@@ -330,18 +349,18 @@ void throughput(Cluster& c, std::size_t jobs, std::size_t clients, bool verbose)
   std::atomic<std::size_t> next{0};
   std::atomic<std::size_t> refused{0};
   const auto t0 = Clock::now();
-  std::vector<std::thread> threads;
+  std::vector<std::future<void>> submitters;  // a client's failure reaches get(), not terminate
   for (std::size_t t = 0; t < clients; ++t) {
-    threads.emplace_back([&, t] {
+    submitters.push_back(std::async(std::launch::async, [&, t] {
       Client http{c.nodes[t % c.nodes.size()]->port()};
       while (next.fetch_add(1) < jobs) {
         const auto [status, body] = http.request("POST", "/v1/jobs?wait=false",
                                                  R"({"kind":"sleep","args":{"ms":0},"timeout_ms":120000})");
         if (status != 202) refused.fetch_add(1);
       }
-    });
+    }));
   }
-  for (auto& t : threads) t.join();
+  for (auto& s : submitters) s.get();
   const double submit_s = ms_between(t0, Clock::now()) / 1000;
   const std::size_t accepted = jobs - refused.load();
   // Every accepted job is inserted by now; all have ended when none is queued or running. Each
@@ -372,12 +391,11 @@ void cancel_latency(Cluster& c, int rounds) {
   std::vector<double> lat;
   for (int r = 0; r < rounds; ++r) {
     const std::size_t waiter_node = static_cast<std::size_t>(r) % c.nodes.size();
-    std::promise<Clock::time_point> answered;
-    std::thread waiter{[&] {
+    auto answered = std::async(std::launch::async, [&] {
       Client http{c.nodes[waiter_node]->port()};
       http.request("POST", "/v1/jobs", R"({"kind":"sleep","args":{"ms":60000},"timeout_ms":120000})");
-      answered.set_value(Clock::now());
-    }};
+      return Clock::now();
+    });
     std::string runner, id;
     while (true) {
       const auto rows = c.pg.query("SELECT id, node_ran FROM sandglass_jobs WHERE state = 'running'");
@@ -395,8 +413,7 @@ void cancel_latency(Cluster& c, int rounds) {
     Client http{c.nodes[deleter]->port()};
     const auto t0 = Clock::now();
     http.request("DELETE", "/v1/jobs/" + id);
-    const auto t1 = answered.get_future().get();
-    waiter.join();
+    const auto t1 = answered.get();
     lat.push_back(ms_between(t0, t1));
   }
   std::printf("cancel -> observed: DELETE on a node other than the runner until the waiting client has "
