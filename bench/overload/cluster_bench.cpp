@@ -452,7 +452,8 @@ void recovery(Cluster& c, int rounds) {
   }
 }
 
-// A libpq connection of the bench's own (one per claimer thread).
+// A libpq connection of the bench's own (one per claimer thread). Like a node's session
+// (daemon/cluster/pg_session.hpp) it prepares each statement text once and then runs it by name.
 class PgConn {
  public:
   explicit PgConn(const std::string& conninfo) : conn_{PQconnectdb(conninfo.c_str())} {
@@ -465,14 +466,14 @@ class PgConn {
   std::vector<std::string> exec(const std::string& sql, const std::vector<std::string>& params) {
     std::vector<const char*> values;
     for (const std::string& p : params) values.push_back(p.c_str());
-    PGresult* r = PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr,
-                               values.data(), nullptr, nullptr, 0);
-    const auto status = PQresultStatus(r);
-    if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
-      const std::string error = PQresultErrorMessage(r);
-      PQclear(r);
-      throw std::runtime_error{sql + ": " + error};
+    auto at = prepared_.find(sql);
+    if (at == prepared_.end()) {
+      std::string name = fmt::format("bench_{}", prepared_.size() + 1);
+      PQclear(check(sql, PQprepare(conn_, name.c_str(), sql.c_str(), static_cast<int>(values.size()), nullptr)));
+      at = prepared_.emplace(sql, std::move(name)).first;
     }
+    PGresult* r = check(sql, PQexecPrepared(conn_, at->second.c_str(), static_cast<int>(values.size()),
+                                            values.data(), nullptr, nullptr, 0));
     std::vector<std::string> out;
     for (int i = 0; i < PQntuples(r); ++i) out.emplace_back(PQgetvalue(r, i, 0));
     PQclear(r);
@@ -480,7 +481,17 @@ class PgConn {
   }
 
  private:
+  static PGresult* check(const std::string& sql, PGresult* r) {
+    const auto status = PQresultStatus(r);
+    if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
+      const std::string error = PQresultErrorMessage(r);
+      PQclear(r);
+      throw std::runtime_error{sql + ": " + error};
+    }
+    return r;
+  }
   PGconn* conn_;
+  std::map<std::string, std::string> prepared_;  // statement text -> its name
 };
 
 // One claimer of the claims step: `exchanges` statements on its own connection, each the

@@ -97,26 +97,53 @@ void PgSession::fail(std::string_view what) {
   throw PgError{fmt::format("cluster database at {}: {}: {}", server_, what, why)};
 }
 
-PgRows PgSession::exec(const std::string& sql, const std::vector<std::optional<std::string>>& params) {
-  if (!conn_) fail("no connection");
-  std::vector<const char*> values;
-  values.reserve(params.size());
-  for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
-  // Without parameters, PQexec: it takes several statements (a migration file).
-  PGresult* r = params.empty()
-                    ? PQexec(conn_.get(), sql.c_str())
-                    : PQexecParams(conn_.get(), sql.c_str(), static_cast<int>(values.size()),
-                                   nullptr, values.data(), nullptr, nullptr, 0);
-  PgRows rows{r};
-  const ExecStatusType status = r == nullptr ? PGRES_FATAL_ERROR : PQresultStatus(r);
+PgRows PgSession::checked(PGresult* result) {
+  PgRows rows{result};
+  const ExecStatusType status = result == nullptr ? PGRES_FATAL_ERROR : PQresultStatus(result);
   if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
-    if (r != nullptr && PQresultErrorMessage(r)[0] != '\0') {
+    if (result != nullptr && PQresultErrorMessage(result)[0] != '\0') {
       throw PgError{fmt::format("cluster database at {}: {}", server_,
-                                one_line(PQresultErrorMessage(r)))};
+                                one_line(PQresultErrorMessage(result)))};
     }
     fail("statement failed");
   }
   return rows;
+}
+
+const std::string* PgSession::prepared_name(const std::string& sql, int params) {
+  if (const auto at = prepared_.find(sql); at != prepared_.end()) return &at->second;
+  if (prepared_.size() >= kMaxPrepared) return nullptr;
+  std::string name = fmt::format("sandglass_{}", prepared_.size() + 1);
+  checked(PQprepare(conn_.get(), name.c_str(), sql.c_str(), params, nullptr));
+  return &prepared_.emplace(sql, std::move(name)).first->second;
+}
+
+PgRows PgSession::exec(const std::string& sql, const std::vector<std::optional<std::string>>& params) {
+  if (!conn_) fail("no connection");
+  // Without parameters, PQexec: it takes several statements (a migration file).
+  if (params.empty()) return checked(PQexec(conn_.get(), sql.c_str()));
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
+  const int n = static_cast<int>(values.size());
+  const std::string* name = prepared_name(sql, n);
+  if (name == nullptr) {
+    return checked(PQexecParams(conn_.get(), sql.c_str(), n, nullptr, values.data(), nullptr, nullptr, 0));
+  }
+  PGresult* r = PQexecPrepared(conn_.get(), name->c_str(), n, values.data(), nullptr, nullptr, 0);
+  const char* state = r == nullptr ? nullptr : PQresultErrorField(r, PG_DIAG_SQLSTATE);
+  // 26000: no such prepared statement; 0A000: "cached plan must not change result type".
+  const bool stale = state != nullptr && (std::string_view{state} == "26000" || std::string_view{state} == "0A000");
+  if (stale && PQtransactionStatus(conn_.get()) == PQTRANS_IDLE) {
+    PQclear(r);
+    PQclear(PQexec(conn_.get(), ("DEALLOCATE " + *name).c_str()));  // fails harmlessly if gone
+    r = PQprepare(conn_.get(), name->c_str(), sql.c_str(), n, nullptr);
+    if (r != nullptr && PQresultStatus(r) == PGRES_COMMAND_OK) {
+      PQclear(r);
+      r = PQexecPrepared(conn_.get(), name->c_str(), n, values.data(), nullptr, nullptr, 0);
+    }
+  }
+  return checked(r);
 }
 
 std::vector<Notification> PgSession::wait_notifications(Deadline until, int wake_fd) {
