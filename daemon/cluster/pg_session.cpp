@@ -110,11 +110,15 @@ PgRows PgSession::checked(PGresult* result) {
   return rows;
 }
 
+void PgSession::prepare(const std::string& name, const std::string& sql, int params) {
+  checked(PQprepare(conn_.get(), name.c_str(), sql.c_str(), params, nullptr));
+}
+
 const std::string* PgSession::prepared_name(const std::string& sql, int params) {
   if (const auto at = prepared_.find(sql); at != prepared_.end()) return &at->second;
   if (prepared_.size() >= kMaxPrepared) return nullptr;
   std::string name = fmt::format("sandglass_{}", prepared_.size() + 1);
-  checked(PQprepare(conn_.get(), name.c_str(), sql.c_str(), params, nullptr));
+  prepare(name, sql, params);
   return &prepared_.emplace(sql, std::move(name)).first->second;
 }
 
@@ -137,11 +141,8 @@ PgRows PgSession::exec(const std::string& sql, const std::vector<std::optional<s
   if (stale && PQtransactionStatus(conn_.get()) == PQTRANS_IDLE) {
     PQclear(r);
     PQclear(PQexec(conn_.get(), ("DEALLOCATE " + *name).c_str()));  // fails harmlessly if gone
-    r = PQprepare(conn_.get(), name->c_str(), sql.c_str(), n, nullptr);
-    if (r != nullptr && PQresultStatus(r) == PGRES_COMMAND_OK) {
-      PQclear(r);
-      r = PQexecPrepared(conn_.get(), name->c_str(), n, values.data(), nullptr, nullptr, 0);
-    }
+    prepare(*name, sql, n);
+    r = PQexecPrepared(conn_.get(), name->c_str(), n, values.data(), nullptr, nullptr, 0);
   }
   return checked(r);
 }

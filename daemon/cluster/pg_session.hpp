@@ -112,6 +112,7 @@ class PgSession {
   PgSession(PGconn* conn, std::string server) : conn_{conn}, server_{std::move(server)} {}
   [[noreturn]] void fail(std::string_view what);
   PgRows checked(PGresult* result);  // throws PgError unless the statement succeeded
+  void prepare(const std::string& name, const std::string& sql, int params);  // throws PgError
   // The name `sql` is prepared under in this session (prepared now if new); nullptr when
   // kMaxPrepared texts are prepared already.
   const std::string* prepared_name(const std::string& sql, int params);
