@@ -75,6 +75,13 @@ void JobContext::commit() {
     if (settle_cancelled()) throw_cancelled();
     return;
   }
+  if (recorder_ != nullptr && phase_.load(std::memory_order_acquire) == Phase::open &&
+      !recorder_->record(*this)) {
+    // Refused: the recorder cancelled the job (or its token was cancelled while it waited).
+    // The token says why; the phase leaves `open` so that no later commit() passes.
+    settle_cancelled();
+    throw_cancelled();
+  }
   Phase expected = Phase::open;
   // Pairs with the exchange in settle_cancelled(), called by the on_cancel wrappers on the
   // cancelling thread: exactly one of the two leaves `open`.

@@ -230,12 +230,9 @@ void ClusterNode::Impl::run_claimed(Claimed job) {
                           .work = work, .tail = tail};
   }
   JobHandler wrapped = [this, id, inner = std::move(handler)](JobContext& ctx) mutable {
-    set_context(id, &ctx);  // also marks it started
-    struct Clear {
-      Impl* self;
-      JobId id;
-      ~Clear() { self->set_context(id, nullptr); }
-    } clear{this, id};
+    mark_started(id);
+    JobCommits commits{*this, id};  // commit_points.cpp
+    ctx.record_commits_with(&commits);
     inner(ctx);
   };
   // The claim was this job's admission (the cluster's estimates, the database's clock): the
@@ -257,12 +254,11 @@ void ClusterNode::Impl::run_claimed(Claimed job) {
   if (cancel_now) handle.cancel();
 }
 
-void ClusterNode::Impl::set_context(JobId id, JobContext* ctx) {
+void ClusterNode::Impl::mark_started(JobId id) {
   const TimePoint now = Clock::now();
   std::lock_guard lock{held_mu_};
-  if (const auto it = held_jobs_.find(id); it != held_jobs_.end()) {
-    it->second.context = ctx;
-    if (ctx != nullptr && !it->second.started_at) it->second.started_at = now;
+  if (const auto it = held_jobs_.find(id); it != held_jobs_.end() && !it->second.started_at) {
+    it->second.started_at = now;
   }
 }
 

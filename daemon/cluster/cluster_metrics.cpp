@@ -44,6 +44,12 @@ ClusterMetrics::ClusterMetrics()
                         "Statements or connections to the cluster database that failed")},
       forgotten{counter(*registry_, "sandglass_cluster_records_forgotten_total",
                         "Rows of finished jobs this node deleted, records.keep_ms after they ended")},
+      commit_points{counter(*registry_, "sandglass_cluster_commit_points_total",
+                            "Commit points of this node's jobs written to their rows before the "
+                            "handlers passed them")},
+      commit_refused{counter(*registry_, "sandglass_cluster_commit_points_refused_total",
+                             "Commit points refused: the job was asked to cancel, or was no "
+                             "longer this node's attempt (the job is cancelled)")},
       claim_latency{histogram(*registry_, "sandglass_cluster_claim_seconds",
                               "Time of one claim statement (with the outcomes it writes), as this "
                               "node waits for it",
@@ -64,7 +70,10 @@ ClusterMetrics::ClusterMetrics()
                                  {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5})},
       intake_batch{histogram(*registry_, "sandglass_cluster_intake_batch_size",
                              "Submissions one admission statement carried",
-                             {1, 2, 4, 8, 16, 32, 64, 128})} {}
+                             {1, 2, 4, 8, 16, 32, 64, 128})},
+      commit_latency{histogram(*registry_, "sandglass_cluster_commit_point_seconds",
+                               "From a handler's commit() to its mark written in the job's row",
+                               {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5})} {}
 
 std::string ClusterMetrics::text(bool database_up, std::size_t held_jobs) const {
   std::string text = prometheus::TextSerializer{}.Serialize(registry_->Collect());

@@ -1,7 +1,7 @@
 // cluster_metrics.hpp (private) — `ClusterMetrics`, the Prometheus series of one cluster node
 // (README, "Cluster": claims, claimed jobs, claim latency and batch size, jobs retired at claim,
 // stale outcomes, jobs taken back from lost nodes or lost claim answers, notify lag, database errors,
-// finished records forgotten).
+// finished records forgotten, commit points recorded).
 //
 //   ClusterMetrics m;
 //   m.claims.Increment();
@@ -46,12 +46,15 @@ class ClusterMetrics {
   prometheus::Counter& refused_here;
   prometheus::Counter& db_errors;
   prometheus::Counter& forgotten;
+  prometheus::Counter& commit_points;
+  prometheus::Counter& commit_refused;
   prometheus::Histogram& claim_latency;
   prometheus::Histogram& batch_size;
   prometheus::Histogram& notify_lag;
   prometheus::Histogram& intake_wait;
   prometheus::Histogram& intake_statement;
   prometheus::Histogram& intake_batch;
+  prometheus::Histogram& commit_latency;
 };
 
 }  // namespace sandglass::daemon::cluster

@@ -70,6 +70,7 @@ void ClusterNode::Impl::start(const std::string& listen_address) {
   }
   heartbeat_ = std::jthread{[this](std::stop_token st) { heartbeat_loop(st); }};
   claimer_ = std::jthread{[this](std::stop_token st) { claimer_loop(st); }};
+  committer_ = std::jthread{[this](std::stop_token st) { commit_loop(st); }};
   started_ = true;
   spdlog::info("cluster node {} joined (owner {}), claiming kinds: {}", node_, owner_,
                fmt::join(served_, ", "));
@@ -104,6 +105,7 @@ void ClusterNode::Impl::stop(Duration flush_for) {
   heartbeat_.request_stop();
   heartbeat_cv_.notify_all();
   heartbeat_ = {};
+  committer_ = {};  // requests stop and joins (the runtime has drained: no handler waits)
   for (auto& t : intake_) t.request_stop();
   intake_cv_.notify_all();
   intake_.clear();

@@ -39,16 +39,16 @@
 //   each only WHERE its id, attempt and owner match a running job; the others are stale
 //   outcomes, discarded and counted (outcome_writer.cpp). Waiters learn of a batch's awaited
 //   outcomes by NOTIFYs of many lines each.
-// - Commit points: a handler's `commit()` is seen by polling `JobContext::committed()` every
-//   5 ms and written at once (heartbeat.cpp); a lost node's job whose commit reached the
-//   database is never queued again (node_lost instead). A node killed within those few
-//   milliseconds after a commit may have that job run again: the one window left open.
+// - Commit points: a handler's `commit()` returns only once its row says committed
+//   (commit_points.cpp, migrations/011_commit_points.sql: fenced like outcomes, refused for a
+//   job asked to cancel); a lost node's committed job is never queued again (node_lost
+//   instead), so a job past its commit point never runs twice.
 //
 // Threads (node_impl.hpp names the file of each): two intake threads (submissions, reads,
 // cancels; each its own connection), a claimer (outcomes and claims, one statement per round
 // trip), a listener (LISTEN sandglass_outcome, sandglass_cancel, sandglass_queued; answers
-// waiters, cancels local jobs, wakes the claimer) and a heartbeat thread (heartbeat, commit
-// points, sweep of lost nodes, retiring expired heads). Each reconnects on its own after a lost
+// waiters, cancels local jobs, wakes the claimer), a heartbeat thread (heartbeat, sweep of
+// lost nodes, retiring expired heads) and a commit thread (commit points). Each reconnects on its own after a lost
 // connection; /readyz says 503 while the heartbeat cannot reach the DB.
 //
 // Thread safety: `submit`, `job_record`, `cancel`, `metrics_text` and `ready` may be called from

@@ -1,7 +1,7 @@
-// The heartbeat thread of a cluster node (node_impl.hpp): says the node is alive, writes the
-// commit points its running jobs passed (polled every kCommitPoll), sweeps lost nodes' jobs
-// (sandglass_sweep), retires expired heads while every worker is busy and forgets finished
-// records past records.keep_ms (sandglass_forget).
+// The heartbeat thread of a cluster node (node_impl.hpp): says the node is alive, sweeps lost
+// nodes' jobs (sandglass_sweep), retires expired heads while every worker is busy and forgets
+// finished records past records.keep_ms (sandglass_forget). Commit points are written before
+// they are passed, by the commit thread (commit_points.cpp).
 #include "daemon/cluster/job_rows.hpp"
 #include "daemon/cluster/node_impl.hpp"
 
@@ -15,10 +15,9 @@ void ClusterNode::Impl::heartbeat_loop(std::stop_token st) {
   while (!st.stop_requested()) {
     {
       std::unique_lock lock{heartbeat_mu_};
-      heartbeat_cv_.wait_for(lock, st, kCommitPoll, [] { return false; });
+      heartbeat_cv_.wait_until(lock, st, next_beat, [] { return false; });
     }
     if (st.stop_requested()) return;
-    std::vector<std::int64_t> ids, attempts;
     const TimePoint now = Clock::now();
     // What this node runs, for cluster admission (migrations/006_running_work.sql): the jobs it
     // holds and their expected rest, as a lone daemon's admission counts its run slots.
@@ -27,41 +26,25 @@ void ClusterNode::Impl::heartbeat_loop(std::stop_token st) {
     {
       std::lock_guard lock{held_mu_};
       for (auto& [id, h] : held_jobs_) {
-        if (!h.commit_written && h.context != nullptr && h.context->committed()) {
-          ids.push_back(static_cast<std::int64_t>(id));
-          attempts.push_back(h.attempt);
-        }
         ++busy;
         // A job claimed ahead, still in the local queue, has all its work ahead.
         running_rest +=
             h.started_at ? std::max(*h.started_at + h.tail - now, Duration::zero()) : h.work;
       }
     }
-    if (ids.empty() && now < next_beat) continue;
     try {
       ensure(db);
-      const PgRows alive = db->exec(
-          "SELECT sandglass_heartbeat($1, $2::bigint[], $3::int[], $4::int, $5::bigint)",
-          {owner_, int_array(ids), int_array(attempts), std::to_string(busy),
-           std::to_string(us_of(running_rest))});
-      {
-        std::lock_guard lock{held_mu_};
-        for (const std::int64_t id : ids) {
-          if (const auto it = held_jobs_.find(static_cast<JobId>(id)); it != held_jobs_.end()) {
-            it->second.commit_written = true;
-          }
-        }
-      }
+      const PgRows alive = db->exec(  // no commit points: commit_points.cpp writes them
+          "SELECT sandglass_heartbeat($1, '{}'::bigint[], '{}'::int[], $2::int, $3::bigint)",
+          {owner_, std::to_string(busy), std::to_string(us_of(running_rest))});
       if (!alive.boolean(0, 0)) {  // our row was removed: come back
         db->exec("INSERT INTO sandglass_nodes (owner, node, workers, capacity) VALUES ($1, $2, $3, $4) "
                  "ON CONFLICT (owner) DO UPDATE SET heartbeat_at = clock_timestamp()",
                  {owner_, node_, std::to_string(workers_), std::to_string(capacity_)});
       }
-      if (now >= next_beat) {
-        next_beat = now + config_.heartbeat;
-        sweep(*db);
-        forget_records(*db);
-      }
+      next_beat = now + config_.heartbeat;
+      sweep(*db);
+      forget_records(*db);
       db_ok_.store(true, std::memory_order_relaxed);
     } catch (const PgError& e) {
       if (db_ok_.exchange(false, std::memory_order_relaxed)) {

@@ -8,7 +8,9 @@
 //   outcome_writer.cpp  a local job's end: its outcome queued for the claimer, the outcome
 //                       arrays of a statement, the fencing's stale count
 //   listener.cpp        LISTEN/NOTIFY: waiters answered, cancels, claimer wake-ups
-//   heartbeat.cpp       heartbeat, commit points, the sweep of lost nodes, expired heads
+//   commit_points.cpp   a handler's commit() waits until its row says committed (the commit
+//                       thread writes the marks)
+//   heartbeat.cpp       heartbeat, the sweep of lost nodes, expired heads, forgotten records
 //   lost_claims.cpp     after a claiming statement failed: the claims it may have committed
 //                       unseen are taken back
 // The rules themselves are SQL (migrations/, see cluster_node.hpp).
@@ -42,7 +44,6 @@
 namespace sandglass::daemon::cluster {
 
 inline constexpr std::size_t kIntakeThreads = 2;
-inline constexpr std::chrono::milliseconds kCommitPoll{5};      // how often commit points are looked for
 inline constexpr std::chrono::microseconds kClaimGather{1000};  // most a claim waits for more workers to free up
 inline constexpr std::chrono::milliseconds kReconnectBackoff{200};  // between attempts to reach the database
 inline constexpr std::chrono::seconds kOrphanWait{5};  // most a take-back waits for an old session's end
@@ -108,8 +109,6 @@ class ClusterNode::Impl {
   struct Held {
     int attempt = 0;
     JobHandle handle;
-    JobContext* context = nullptr;  // while the handler runs
-    bool commit_written = false;
     bool cancel_pending = false;    // a cancel came before the handle
     TimePoint claimed_at{};
     // What the heartbeat reports as this job's rest (heartbeat.cpp): before it starts (it may
@@ -216,7 +215,7 @@ class ClusterNode::Impl {
   void release_workers(std::size_t n, bool for_claimer) noexcept;
   // Starts a claimed job on a worker reserved for it.
   void run_claimed(Claimed job);
-  void set_context(JobId id, JobContext* ctx);
+  void mark_started(JobId id);  // its handler runs
   void cancel_local(JobId id);
 
   // ---- lost claims (lost_claims.cpp)
@@ -255,6 +254,31 @@ class ClusterNode::Impl {
   // announced one's is learnt from its NOTIFY, as the other nodes learn it).
   void outcomes_written(const std::vector<Finish>& batch, const std::vector<Written>& written,
                         TimePoint sent);
+
+  // ---- commit points (commit_points.cpp)
+  enum class CommitAnswer { pending, recorded, refused };
+  struct CommitRequest {
+    JobId id = 0;
+    int attempt = 0;
+    CommitAnswer answer = CommitAnswer::pending;  // guarded by commit_mu_
+    bool abandoned = false;                       // guarded by commit_mu_: its handler gave up
+  };
+  // The CommitRecorder of the claimed job `id` (its row's id; the local Runtime numbers its
+  // jobs itself), installed by run_claimed's handler.
+  class JobCommits final : public CommitRecorder {
+   public:
+    JobCommits(Impl& node, JobId id) noexcept : node_{node}, id_{id} {}
+    bool record(const JobContext& ctx) override { return node_.record_commit(id_, ctx); }
+
+   private:
+    Impl& node_;
+    JobId id_;
+  };
+  // On the handler's thread, inside JobContext::commit(). Blocks until the commit thread has
+  // written the mark (true), refused it (the job was asked to cancel or is no longer this
+  // owner's attempt: cancelled here, false), or the job is cancelled (false).
+  bool record_commit(JobId id, const JobContext& ctx);
+  void commit_loop(std::stop_token st);
 
   // ---- heartbeat (heartbeat.cpp)
   void heartbeat_loop(std::stop_token st);
@@ -347,11 +371,17 @@ class ClusterNode::Impl {
   std::mutex heartbeat_mu_;
   std::condition_variable_any heartbeat_cv_;
 
+  std::mutex commit_mu_;
+  std::condition_variable_any commit_cv_;       // the commit thread waits for requests
+  std::condition_variable_any commit_done_cv_;  // handlers wait for their answers
+  std::vector<std::shared_ptr<CommitRequest>> commit_queue_;  // guarded by commit_mu_: not yet sent
+
   // Last: the threads stop (in stop()) before anything above goes.
   std::jthread listener_;
   std::vector<std::jthread> intake_;
   std::jthread heartbeat_;
   std::jthread claimer_;
+  std::jthread committer_;
 };
 
 }  // namespace sandglass::daemon::cluster

@@ -29,6 +29,13 @@
 // while no `on_cancel` callback is registered is seen by `commit()` directly.) Callbacks
 // registered on `token()` directly do not care about the commit point.
 //
+// Recorded commit points: an executor whose jobs may run again elsewhere (a cluster node, whose
+// job row decides whether a lost node's job is queued again) installs a `CommitRecorder` before
+// the handler runs. `commit()` then asks it first, on the handler's thread, and passes the commit
+// point only once the recorder says it is recorded; so no effect after a commit point can
+// happen unrecorded. A recorder that refuses (the job is no longer the executor's to commit)
+// has cancelled the job, and `commit()` throws `Cancelled`.
+//
 // Thread safety: a context belongs to the handler's thread; only `cancelled()`, `cause()`,
 // `committed()`, `deadline()`, `remaining()` and `token()` may be called from other threads.
 #pragma once
@@ -75,6 +82,21 @@ class JobFailed : public std::runtime_error {
 };
 
 class JobContext;
+
+// Records a job's commit point before it counts (see the file comment). Not owned by the
+// context; it must outlive the handler's run.
+class CommitRecorder {
+ public:
+  // Called by `commit()` on the handler's thread, once per successful commit, before the commit
+  // point is passed; may block (a database round trip). True: recorded, the commit point is
+  // passed unless a cancellation won meanwhile (then the record stays: it errs on the side of
+  // "may have committed"). False: it may not be passed; the recorder has cancelled the job, or
+  // the job's token was cancelled while it waited.
+  virtual bool record(const JobContext& ctx) = 0;
+
+ protected:
+  ~CommitRecorder() = default;
+};
 
 // What a job runs: any callable taking `JobContext&`, copyable or move-only (it may own a
 // std::unique_ptr). It may throw; the worker records the exception as the job's error. The
@@ -144,6 +166,8 @@ class JobContext {
   bool committed() const noexcept {
     return phase_.load(std::memory_order_acquire) == Phase::committed;
   }
+  // For executors, before the handler runs: `commit()` asks `recorder` first (nullptr: none).
+  void record_commits_with(CommitRecorder* recorder) noexcept { recorder_ = recorder; }
 
   // The job's result, carried into `Outcome::result`.
   void set_result(std::string result) { result_ = std::move(result); }
@@ -163,6 +187,7 @@ class JobContext {
   Deadline deadline_;
   CancelToken token_;
   const BudgetPolicy* policy_;
+  CommitRecorder* recorder_ = nullptr;
   std::atomic<Phase> phase_{Phase::open};
   std::string result_;
 };

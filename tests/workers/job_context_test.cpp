@@ -5,7 +5,9 @@
 #include <atomic>
 #include <latch>
 #include <optional>
+#include <string>
 #include <thread>
+#include <vector>
 
 using namespace std::chrono_literals;
 using sandglass::BudgetPolicy;
@@ -226,5 +228,92 @@ TEST_SUITE("JobContext") {
     CHECK_NOTHROW(ctx.commit());
     CHECK(ctx.committed());
     CHECK(calls == 0);
+  }
+
+  // A recorder that answers as told and remembers what commit() asked it, in order.
+  struct ScriptedRecorder final : sandglass::CommitRecorder {
+    bool answer = true;
+    std::optional<CancelSource*> cancel_on_refusal;
+    std::vector<std::string> log;
+    bool record(const JobContext& ctx) override {
+      log.push_back(std::string{ctx.kind()} + (ctx.committed() ? " committed" : " open"));
+      if (!answer && cancel_on_refusal) (*cancel_on_refusal)->cancel(CancelCause::caller);
+      return answer;
+    }
+  };
+
+  TEST_CASE("a recorder is asked before the commit point is passed, once, and a repeated commit "
+            "asks no more") {
+    const BudgetPolicy policy;
+    CancelSource source;
+    JobContext ctx{3, "write", Deadline::never(), source.token(), policy};
+    ScriptedRecorder recorder;
+    ctx.record_commits_with(&recorder);
+    ctx.commit();
+    CHECK(ctx.committed());
+    ctx.commit();
+    CHECK(recorder.log == std::vector<std::string>{"write open"});  // asked while still open
+    source.cancel(CancelCause::deadline);
+    CHECK_NOTHROW(ctx.checkpoint());  // past the commit point
+  }
+
+  TEST_CASE("a refused commit point throws the cancellation the recorder made, runs the job's "
+            "on_cancel callbacks, and is never passed later") {
+    const BudgetPolicy policy;
+    CancelSource source;
+    JobContext ctx{4, "write", Deadline::never(), source.token(), policy};
+    ScriptedRecorder recorder;
+    recorder.answer = false;
+    recorder.cancel_on_refusal = &source;
+    ctx.record_commits_with(&recorder);
+    int callbacks = 0;
+    const auto reg = ctx.on_cancel([&]() noexcept { ++callbacks; });
+    try {
+      ctx.commit();
+      FAIL("commit did not throw");
+    } catch (const Cancelled& c) {
+      CHECK(c.cause() == CancelCause::caller);
+    }
+    CHECK_FALSE(ctx.committed());
+    CHECK(callbacks == 1);
+    recorder.answer = true;
+    CHECK_THROWS_AS(ctx.commit(), Cancelled);
+    CHECK(recorder.log.size() == 1);  // a cancelled job does not ask again
+    CHECK_THROWS_AS(ctx.checkpoint(), Cancelled);
+  }
+
+  TEST_CASE("a cancellation before commit() wins without asking the recorder") {
+    const BudgetPolicy policy;
+    CancelSource source;
+    JobContext ctx{5, "write", Deadline::never(), source.token(), policy};
+    ScriptedRecorder recorder;
+    ctx.record_commits_with(&recorder);
+    source.cancel(CancelCause::shutdown);
+    CHECK_THROWS_AS(ctx.commit(), Cancelled);
+    CHECK(recorder.log.empty());
+    CHECK_FALSE(ctx.committed());
+  }
+
+  TEST_CASE("a cancellation that wins while the recorder records leaves the job uncommitted") {
+    const BudgetPolicy policy;
+    CancelSource source;
+    JobContext ctx{6, "write", Deadline::never(), source.token(), policy};
+    struct CancelledMeanwhile final : sandglass::CommitRecorder {
+      CancelSource* source = nullptr;
+      bool record(const JobContext&) override {
+        source->cancel(CancelCause::deadline);  // arrives during the round trip; recorded all the same
+        return true;
+      }
+    } recorder;
+    recorder.source = &source;
+    ctx.record_commits_with(&recorder);
+    const auto reg = ctx.on_cancel([]() noexcept {});
+    try {
+      ctx.commit();
+      FAIL("commit did not throw");
+    } catch (const Cancelled& c) {
+      CHECK(c.cause() == CancelCause::deadline);
+    }
+    CHECK_FALSE(ctx.committed());
   }
 }

@@ -1,0 +1,113 @@
+// Commit points of a cluster node's jobs (node_impl.hpp; the rule: migrations/011_commit_points.sql).
+// A handler's JobContext::commit() calls record_commit(), which waits until the job's row says
+// committed; the commit thread writes the marks of all the requests that wait together in one
+// statement. So a lost node's row that says "not committed" means its handler never went past
+// commit(), and the sweep may queue that job again; a job past its commit point is never run
+// twice.
+//
+// A commit point that cannot be recorded is not passed: while the database cannot be reached
+// the handler waits (its deadline still cancels it); a job asked to cancel, or no longer this
+// owner's and attempt's, is refused and cancelled here (cause caller).
+#include "daemon/cluster/node_impl.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <unordered_set>
+
+namespace sandglass::daemon::cluster {
+
+bool ClusterNode::Impl::record_commit(JobId id, const JobContext& ctx) {
+  auto request = std::make_shared<CommitRequest>();
+  {
+    std::lock_guard lock{held_mu_};
+    const auto it = held_jobs_.find(id);
+    if (it == held_jobs_.end()) return false;  // not a claimed job of this node
+    request->id = id;
+    request->attempt = it->second.attempt;
+  }
+  const TimePoint asked = Clock::now();
+  {
+    std::lock_guard lock{commit_mu_};
+    commit_queue_.push_back(request);
+  }
+  commit_cv_.notify_one();
+  CommitAnswer answer = CommitAnswer::pending;
+  {
+    // Ends the wait when the job is cancelled meanwhile (its deadline, a caller, the drain).
+    const CancelRegistration woken = ctx.token().on_cancel([this]() noexcept {
+      { std::lock_guard lock{commit_mu_}; }  // the waiter is waiting, or sees cancelled()
+      commit_done_cv_.notify_all();
+    });
+    std::unique_lock lock{commit_mu_};
+    commit_done_cv_.wait(lock, [&] { return request->answer != CommitAnswer::pending || ctx.cancelled(); });
+    answer = request->answer;
+    if (answer == CommitAnswer::pending) {
+      // Given up. A request already sent may still be written: the row then says committed
+      // although the handler stops here, which only keeps the job from running again.
+      request->abandoned = true;
+      std::erase(commit_queue_, request);
+    }
+  }
+  switch (answer) {
+    case CommitAnswer::recorded:
+      metrics_.commit_points.Increment();
+      metrics_.commit_latency.Observe(std::chrono::duration<double>(Clock::now() - asked).count());
+      return true;
+    case CommitAnswer::refused:
+      metrics_.commit_refused.Increment();
+      cancel_local(id);  // on this thread: the handler's on_cancel callbacks run here
+      return false;
+    case CommitAnswer::pending: break;
+  }
+  return false;
+}
+
+void ClusterNode::Impl::commit_loop(std::stop_token st) {
+  std::optional<PgSession> db;
+  while (true) {
+    std::vector<std::shared_ptr<CommitRequest>> batch;
+    {
+      std::unique_lock lock{commit_mu_};
+      commit_cv_.wait(lock, st, [this] { return !commit_queue_.empty(); });
+      if (st.stop_requested()) {
+        // The runtime has drained before the node stops: no handler waits any more. Any that
+        // did is refused rather than left waiting.
+        for (auto& r : commit_queue_) r->answer = CommitAnswer::refused;
+        commit_queue_.clear();
+        commit_done_cv_.notify_all();
+        return;
+      }
+      batch.swap(commit_queue_);
+    }
+    std::vector<std::int64_t> ids, attempts;
+    for (const auto& r : batch) {
+      ids.push_back(static_cast<std::int64_t>(r->id));
+      attempts.push_back(r->attempt);
+    }
+    try {
+      ensure(db);
+      const PgRows marked = db->exec("SELECT sandglass_record_commits($1, $2::bigint[], $3::int[])",
+                                     {owner_, int_array(ids), int_array(attempts)});
+      std::unordered_set<JobId> recorded;
+      for (int r = 0; r < marked.rows(); ++r) recorded.insert(static_cast<JobId>(marked.integer(r, 0)));
+      {
+        std::lock_guard lock{commit_mu_};
+        for (auto& r : batch) {
+          r->answer = recorded.contains(r->id) ? CommitAnswer::recorded : CommitAnswer::refused;
+        }
+      }
+      commit_done_cv_.notify_all();
+    } catch (const PgError& e) {
+      db_failed(e, "recording commit points");
+      db.reset();
+      // Sent again after the back-off (written twice is the same mark), but for the requests
+      // whose handlers gave up meanwhile.
+      std::unique_lock lock{commit_mu_};
+      std::erase_if(batch, [](const auto& r) { return r->abandoned; });
+      commit_queue_.insert(commit_queue_.begin(), batch.begin(), batch.end());
+      commit_cv_.wait_for(lock, st, kReconnectBackoff, [] { return false; });
+    }
+  }
+}
+
+}  // namespace sandglass::daemon::cluster
