@@ -28,7 +28,11 @@ bool ClusterNode::Impl::record_commit(JobId id, const JobContext& ctx) {
   const TimePoint asked = Clock::now();
   {
     std::lock_guard lock{commit_mu_};
-    commit_queue_.push_back(request);
+    if (commits_closed_) {
+      request->answer = CommitAnswer::refused;  // the node has left: nothing may commit here
+    } else {
+      commit_queue_.push_back(request);
+    }
   }
   commit_cv_.notify_one();
   CommitAnswer answer = CommitAnswer::pending;
@@ -74,6 +78,7 @@ void ClusterNode::Impl::commit_loop(std::stop_token st) {
         // did is refused rather than left waiting.
         for (auto& r : commit_queue_) r->answer = CommitAnswer::refused;
         commit_queue_.clear();
+        commits_closed_ = true;
         commit_done_cv_.notify_all();
         return;
       }

@@ -375,6 +375,7 @@ class ClusterNode::Impl {
   std::condition_variable_any commit_cv_;       // the commit thread waits for requests
   std::condition_variable_any commit_done_cv_;  // handlers wait for their answers
   std::vector<std::shared_ptr<CommitRequest>> commit_queue_;  // guarded by commit_mu_: not yet sent
+  bool commits_closed_ = false;  // guarded by commit_mu_: the commit thread has stopped
 
   // Last: the threads stop (in stop()) before anything above goes.
   std::jthread listener_;
