@@ -298,6 +298,62 @@ void idle_latency(Cluster& c) {
               c.nodes.size(), std::stod(q[0][0]), std::stod(q[0][1]), quantile(rtt, 0.5), quantile(rtt, 0.99));
 }
 
+// The value of the sample line `series` (no labels) summed over the nodes' /metrics.
+double node_total(Cluster& c, const std::string& series) {
+  double sum = 0;
+  for (auto& n : c.nodes) {
+    Client http{n->port()};
+    const std::string body = http.request("GET", "/metrics").second;
+    const std::size_t at = body.find("\n" + series + " ");
+    if (at != std::string::npos) sum += std::stod(body.substr(at + series.size() + 2));
+  }
+  return sum;
+}
+
+// What a commit point costs in a cluster (daemon/cluster/commit_points.cpp): `jobs` sleep jobs
+// that pass a commit point at once, one at a time on an idle cluster, then `jobs` more from 8
+// submitters at once; from each handler's commit() until its mark is written in the job's row,
+// by the nodes' histogram (sandglass_cluster_commit_point_seconds: bounds, and the mean).
+void commit_points(Cluster& c, std::size_t jobs) {
+  reset_queue(c.pg);
+  const std::string body = R"({"kind":"sleep","args":{"ms":0,"commit_at_ms":0}})";
+  const auto report = [&c](const char* how, double& count_before, double& sum_before) {
+    const auto buckets = node_buckets(c, "sandglass_cluster_commit_point_seconds");
+    const double count = node_total(c, "sandglass_cluster_commit_point_seconds_count");
+    const double sum = node_total(c, "sandglass_cluster_commit_point_seconds_sum");
+    std::printf("commit points, %zu node(s), %s: %.0f marks, commit() -> mark written mean %.2f ms, "
+                "p50 <= %.1f ms, p99 <= %.1f ms (histogram bounds, cumulative); refused %.0f\n",
+                c.nodes.size(), how, count - count_before,
+                count > count_before ? (sum - sum_before) * 1000 / (count - count_before) : 0.0,
+                bucket_quantile(buckets, 0.5), bucket_quantile(buckets, 0.99),
+                node_total(c, "sandglass_cluster_commit_points_refused_total"));
+    count_before = count;
+    sum_before = sum;
+  };
+  double count = node_total(c, "sandglass_cluster_commit_point_seconds_count");
+  double sum = node_total(c, "sandglass_cluster_commit_point_seconds_sum");
+  {
+    Client http{c.nodes.front()->port()};
+    for (std::size_t i = 0; i < jobs; ++i) {
+      const auto [status, answer] = http.request("POST", "/v1/jobs", body);
+      if (status != 200) throw std::runtime_error{"commit point job: " + answer};
+    }
+  }
+  report("one job at a time", count, sum);
+  std::vector<std::future<void>> submitters;
+  for (std::size_t k = 0; k < 8; ++k) {
+    submitters.push_back(std::async(std::launch::async, [&c, &body, jobs, k] {
+      Client http{c.nodes[k % c.nodes.size()]->port()};
+      for (std::size_t i = 0; i < jobs / 8; ++i) {
+        const auto [status, answer] = http.request("POST", "/v1/jobs", body);
+        if (status != 200) throw std::runtime_error{"commit point job: " + answer};
+      }
+    }));
+  }
+  for (auto& s : submitters) s.get();
+  report("8 submitters at once", count, sum);
+}
+
 // Where the database's time went since the last call: calls and mean time of the cluster's
 // functions (track_functions = pl; total time includes the functions they call).
 std::string function_times(Postgres& pg) {
@@ -897,6 +953,7 @@ int run_cluster(const Options& o) {
     c.add();
     if (step("idle")) idle_latency(c);
     if (step("claims")) claim_latency(c, 8, o.smoke ? 20 : 500, 8, 625, o.verbose);
+    if (step("commits")) commit_points(c, o.smoke ? 16 : 400);
     for (std::size_t k = 1; k <= o.cluster_nodes; ++k) {
       while (c.nodes.size() < k) c.add();
       if (step("throughput")) throughput(c, jobs, 64, o.verbose);

@@ -100,7 +100,7 @@ Options parse_options(int argc, char** argv) {
       ->check(CLI::Range(1, 16));
   std::string cluster_steps;
   app.add_option("--cluster-steps", cluster_steps,
-                 "cluster mode: the steps to run, of idle,claims,throughput,overload,cancel,recovery (all)");
+                 "cluster mode: the steps to run, of idle,claims,commits,throughput,overload,cancel,recovery (all)");
   app.add_option("--soak-warm-up", soak_warm_up, "soak: RSS at start is taken after this much of the soak (15s)");
   app.add_option("--max-rss-growth-mib", o.max_rss_growth_mib, "soak: fail when peak or end RSS exceeds the start by more (16)")
       ->check(CLI::Range(0.0, 1e6));
@@ -138,7 +138,7 @@ Options parse_options(int argc, char** argv) {
     o.cluster_steps = split_list(cluster_steps);
     for (const std::string& step : o.cluster_steps) {
       if (std::find(all.begin(), all.end(), step) == all.end()) {
-        fail("--cluster-steps", "unknown step \"" + step + "\" (idle, claims, throughput, overload, cancel, recovery)");
+        fail("--cluster-steps", "unknown step \"" + step + "\" (idle, claims, commits, throughput, overload, cancel, recovery)");
       }
     }
   }

@@ -67,7 +67,7 @@ struct Options {
   // --sandglassd nodes.
   std::size_t cluster_nodes = 0;
   // The cluster steps to run (default: all): idle, claims, throughput, overload, cancel, recovery.
-  std::vector<std::string> cluster_steps{"idle", "claims", "throughput", "overload", "cancel", "recovery"};
+  std::vector<std::string> cluster_steps{"idle", "claims", "commits", "throughput", "overload", "cancel", "recovery"};
 };
 
 // Exits: 0 after --help, 2 with a message naming the flag on bad input.
