@@ -75,12 +75,14 @@ void JobContext::commit() {
     if (settle_cancelled()) throw_cancelled();
     return;
   }
-  if (recorder_ != nullptr && phase_.load(std::memory_order_acquire) == Phase::open &&
-      !recorder_->record(*this)) {
-    // Refused: the recorder cancelled the job (or its token was cancelled while it waited).
-    // The token says why; the phase leaves `open` so that no later commit() passes.
-    settle_cancelled();
-    throw_cancelled();
+  if (recorder_ != nullptr && phase_.load(std::memory_order_acquire) == Phase::open) {
+    // Refused: the recorder cancelled the job, or is about to, or its token was cancelled while
+    // it waited. Recorded, but cancelled meanwhile: the cancellation came first, as above. The
+    // phase leaves `open` either way, so that no later commit() passes.
+    if (!recorder_->record(*this) || token_.cancelled()) {
+      settle_cancelled();
+      throw Cancelled{token_.cancelled() ? token_.cause() : CancelCause::caller};
+    }
   }
   Phase expected = Phase::open;
   // Pairs with the exchange in settle_cancelled(), called by the on_cancel wrappers on the

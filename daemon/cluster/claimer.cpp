@@ -229,10 +229,14 @@ void ClusterNode::Impl::run_claimed(Claimed job) {
     held_jobs_[id] = Held{.attempt = attempt, .cancel_pending = cancelled_early, .claimed_at = now,
                           .work = work, .tail = tail};
   }
-  JobHandler wrapped = [this, id, inner = std::move(handler)](JobContext& ctx) mutable {
+  JobHandler wrapped = [this, id, attempt, inner = std::move(handler)](JobContext& ctx) mutable {
     mark_started(id);
-    JobCommits commits{*this, id};  // commit_points.cpp
+    JobCommits commits{*this, id, attempt};  // commit_points.cpp
     ctx.record_commits_with(&commits);
+    struct Forget {  // the recorder ends with this run
+      JobContext& ctx;
+      ~Forget() { ctx.record_commits_with(nullptr); }
+    } forget{ctx};
     inner(ctx);
   };
   // The claim was this job's admission (the cluster's estimates, the database's clock): the
@@ -262,11 +266,12 @@ void ClusterNode::Impl::mark_started(JobId id) {
   }
 }
 
-void ClusterNode::Impl::cancel_local(JobId id) {
+void ClusterNode::Impl::cancel_local(JobId id, std::optional<int> attempt) {
   JobHandle handle;
   {
     std::lock_guard lock{held_mu_};
     const auto it = held_jobs_.find(id);
+    if (attempt && (it == held_jobs_.end() || it->second.attempt != *attempt)) return;  // not that run
     if (it == held_jobs_.end()) {
       // Ours (the NOTIFY named this owner) but not started yet: the claim's statement has
       // committed (DELETE saw the row running) and its thread has not reached run_claimed, or

@@ -16,15 +16,10 @@
 
 namespace sandglass::daemon::cluster {
 
-bool ClusterNode::Impl::record_commit(JobId id, const JobContext& ctx) {
+bool ClusterNode::Impl::record_commit(JobId id, int attempt, const JobContext& ctx) {
   auto request = std::make_shared<CommitRequest>();
-  {
-    std::lock_guard lock{held_mu_};
-    const auto it = held_jobs_.find(id);
-    if (it == held_jobs_.end()) return false;  // not a claimed job of this node
-    request->id = id;
-    request->attempt = it->second.attempt;
-  }
+  request->id = id;
+  request->attempt = attempt;  // the handler's own: the row may hold a newer attempt by now
   const TimePoint asked = Clock::now();
   {
     std::lock_guard lock{commit_mu_};
@@ -57,9 +52,8 @@ bool ClusterNode::Impl::record_commit(JobId id, const JobContext& ctx) {
       metrics_.commit_points.Increment();
       metrics_.commit_latency.Observe(std::chrono::duration<double>(Clock::now() - asked).count());
       return true;
-    case CommitAnswer::refused:
+    case CommitAnswer::refused:  // cancelled by the commit thread (commit_loop)
       metrics_.commit_refused.Increment();
-      cancel_local(id);  // on this thread: the handler's on_cancel callbacks run here
       return false;
     case CommitAnswer::pending: break;
   }
@@ -95,13 +89,20 @@ void ClusterNode::Impl::commit_loop(std::stop_token st) {
                                      {owner_, int_array(ids), int_array(attempts)});
       std::unordered_set<JobId> recorded;
       for (int r = 0; r < marked.rows(); ++r) recorded.insert(static_cast<JobId>(marked.integer(r, 0)));
+      std::vector<std::pair<JobId, int>> refused;
       {
         std::lock_guard lock{commit_mu_};
         for (auto& r : batch) {
           r->answer = recorded.contains(r->id) ? CommitAnswer::recorded : CommitAnswer::refused;
+          if (r->answer == CommitAnswer::refused) refused.emplace_back(r->id, r->attempt);
         }
       }
       commit_done_cv_.notify_all();
+      // On this thread, as any cancelling thread: the job's on_cancel callbacks run here, not on
+      // the handler's thread inside its commit(). Only the refused attempt's run: a newer
+      // attempt of the job here (taken back, claimed again) is not touched; an older run whose
+      // entry it replaced is not cancelled, but its commit() throws all the same.
+      for (const auto& [id, attempt] : refused) cancel_local(id, attempt);
     } catch (const PgError& e) {
       db_failed(e, "recording commit points");
       db.reset();

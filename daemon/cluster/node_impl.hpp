@@ -216,7 +216,9 @@ class ClusterNode::Impl {
   // Starts a claimed job on a worker reserved for it.
   void run_claimed(Claimed job);
   void mark_started(JobId id);  // its handler runs
-  void cancel_local(JobId id);
+  // Cancels the job `id` this node runs (cause caller): the run of `attempt` only, when given;
+  // without it, also one not started yet (remembered for run_claimed).
+  void cancel_local(JobId id, std::optional<int> attempt = std::nullopt);
 
   // ---- lost claims (lost_claims.cpp)
   // Runs a statement that claims jobs when `may_claim`. If it fails, it may have committed
@@ -263,21 +265,22 @@ class ClusterNode::Impl {
     CommitAnswer answer = CommitAnswer::pending;  // guarded by commit_mu_
     bool abandoned = false;                       // guarded by commit_mu_: its handler gave up
   };
-  // The CommitRecorder of the claimed job `id` (its row's id; the local Runtime numbers its
-  // jobs itself), installed by run_claimed's handler.
+  // The CommitRecorder of attempt `attempt` of the claimed job `id` (its row's id; the local
+  // Runtime numbers its jobs itself), installed by run_claimed's handler for its run.
   class JobCommits final : public CommitRecorder {
    public:
-    JobCommits(Impl& node, JobId id) noexcept : node_{node}, id_{id} {}
-    bool record(const JobContext& ctx) override { return node_.record_commit(id_, ctx); }
+    JobCommits(Impl& node, JobId id, int attempt) noexcept : node_{node}, id_{id}, attempt_{attempt} {}
+    bool record(const JobContext& ctx) override { return node_.record_commit(id_, attempt_, ctx); }
 
    private:
     Impl& node_;
     JobId id_;
+    int attempt_;
   };
   // On the handler's thread, inside JobContext::commit(). Blocks until the commit thread has
   // written the mark (true), refused it (the job was asked to cancel or is no longer this
-  // owner's attempt: cancelled here, false), or the job is cancelled (false).
-  bool record_commit(JobId id, const JobContext& ctx);
+  // owner's attempt; the commit thread cancels it, false), or the job is cancelled (false).
+  bool record_commit(JobId id, int attempt, const JobContext& ctx);
   void commit_loop(std::stop_token st);
 
   // ---- heartbeat (heartbeat.cpp)

@@ -13,7 +13,10 @@ namespace sandglass::daemon::cluster {
 void ClusterNode::Impl::finished(JobId id, int attempt, const Outcome& o) {
   {
     std::lock_guard lock{held_mu_};
-    held_jobs_.erase(id);
+    // Only this attempt's entry: a job taken back from this node may be claimed by it again.
+    if (const auto it = held_jobs_.find(id); it != held_jobs_.end() && it->second.attempt == attempt) {
+      held_jobs_.erase(it);
+    }
   }
   // Only a shutdown's drain deadline removes a queued job with cause shutdown: a job claimed
   // (ahead, or just before stop_claiming) that this node never started.

@@ -87,11 +87,13 @@ class JobContext;
 // context; it must outlive the handler's run.
 class CommitRecorder {
  public:
-  // Called by `commit()` on the handler's thread, once per successful commit, before the commit
-  // point is passed; may block (a database round trip). True: recorded, the commit point is
-  // passed unless a cancellation won meanwhile (then the record stays: it errs on the side of
-  // "may have committed"). False: it may not be passed; the recorder has cancelled the job, or
-  // the job's token was cancelled while it waited.
+  // Called by `commit()` on the handler's thread while the job is open, before the commit point
+  // is passed; may block (a database round trip). True: recorded; the commit point is passed
+  // unless the job was cancelled meanwhile (then `commit()` throws, and the record stays: it
+  // errs on the side of "may have committed"). False: it may not be passed; the recorder has
+  // cancelled the job or will (from another thread), or the job's token was cancelled while it
+  // waited. `commit()` then throws `Cancelled` with the token's cause, `caller` if it has none
+  // yet.
   virtual bool record(const JobContext& ctx) = 0;
 
  protected:

