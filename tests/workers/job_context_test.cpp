@@ -294,20 +294,26 @@ TEST_SUITE("JobContext") {
     CHECK_FALSE(ctx.committed());
   }
 
-  TEST_CASE("a cancellation that wins while the recorder records leaves the job uncommitted") {
+  // Records, but the job is cancelled (by its deadline) during the round trip.
+  struct CancelledMeanwhile final : sandglass::CommitRecorder {
+    CancelSource* source = nullptr;
+    bool record(const JobContext&) override {
+      source->cancel(CancelCause::deadline);
+      return true;
+    }
+  };
+
+  // commit() with a CancelledMeanwhile recorder, and an on_cancel callback when `with_callback`:
+  // the cancellation wins either way.
+  void check_cancelled_while_recording(bool with_callback) {
     const BudgetPolicy policy;
     CancelSource source;
     JobContext ctx{6, "write", Deadline::never(), source.token(), policy};
-    struct CancelledMeanwhile final : sandglass::CommitRecorder {
-      CancelSource* source = nullptr;
-      bool record(const JobContext&) override {
-        source->cancel(CancelCause::deadline);  // arrives during the round trip; recorded all the same
-        return true;
-      }
-    } recorder;
+    CancelledMeanwhile recorder;
     recorder.source = &source;
     ctx.record_commits_with(&recorder);
-    const auto reg = ctx.on_cancel([]() noexcept {});
+    std::optional<sandglass::CancelRegistration> reg;
+    if (with_callback) reg.emplace(ctx.on_cancel([]() noexcept {}));
     try {
       ctx.commit();
       FAIL("commit did not throw");
@@ -317,28 +323,14 @@ TEST_SUITE("JobContext") {
     CHECK_FALSE(ctx.committed());
   }
 
-  TEST_CASE("a cancellation while the recorder records wins also without on_cancel callbacks, "
-            "and a refusal with no cancellation yet throws cause caller") {
-    const BudgetPolicy policy;
-    CancelSource source;
-    JobContext ctx{7, "write", Deadline::never(), source.token(), policy};
-    struct CancelledMeanwhile final : sandglass::CommitRecorder {
-      CancelSource* source = nullptr;
-      bool record(const JobContext&) override {
-        source->cancel(CancelCause::deadline);
-        return true;
-      }
-    } recorder;
-    recorder.source = &source;
-    ctx.record_commits_with(&recorder);
-    try {
-      ctx.commit();
-      FAIL("commit did not throw");
-    } catch (const Cancelled& c) {
-      CHECK(c.cause() == CancelCause::deadline);
-    }
-    CHECK_FALSE(ctx.committed());
+  TEST_CASE("a cancellation that wins while the recorder records leaves the job uncommitted, "
+            "with or without on_cancel callbacks") {
+    check_cancelled_while_recording(true);
+    check_cancelled_while_recording(false);
+  }
 
+  TEST_CASE("a refusal with no cancellation yet throws cause caller, and no later commit passes") {
+    const BudgetPolicy policy;
     CancelSource other;
     JobContext refused{8, "write", Deadline::never(), other.token(), policy};
     ScriptedRecorder later;  // refuses; the cancellation comes later, from another thread
