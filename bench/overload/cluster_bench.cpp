@@ -250,13 +250,17 @@ void reset_queue(Postgres& pg) {
   pg.query("TRUNCATE sandglass_jobs; DELETE FROM sandglass_counters; TRUNCATE bench_outcome_log");
 }
 
-// The claim-latency histogram summed over the nodes' /metrics: {le -> count}.
+// Each node's /metrics text.
+std::vector<std::string> node_metrics(Cluster& c) {
+  std::vector<std::string> bodies;
+  for (auto& n : c.nodes) bodies.push_back(Client{n->port()}.request("GET", "/metrics").second);
+  return bodies;
+}
+
 // The buckets of histogram `series` summed over the nodes (cumulative counts by upper bound).
 std::map<double, double> node_buckets(Cluster& c, const std::string& series) {
   std::map<double, double> sum;
-  for (auto& n : c.nodes) {
-    Client http{n->port()};
-    const std::string body = http.request("GET", "/metrics").second;
+  for (const std::string& body : node_metrics(c)) {
     std::size_t at = 0;
     const std::string key = series + "_bucket{le=\"";
     while ((at = body.find(key, at)) != std::string::npos) {
@@ -301,9 +305,7 @@ void idle_latency(Cluster& c) {
 // The value of the sample line `series` (no labels) summed over the nodes' /metrics.
 double node_total(Cluster& c, const std::string& series) {
   double sum = 0;
-  for (auto& n : c.nodes) {
-    Client http{n->port()};
-    const std::string body = http.request("GET", "/metrics").second;
+  for (const std::string& body : node_metrics(c)) {
     const std::size_t at = body.find("\n" + series + " ");
     if (at != std::string::npos) sum += std::stod(body.substr(at + series.size() + 2));
   }

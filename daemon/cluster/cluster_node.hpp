@@ -48,8 +48,8 @@
 // cancels; each its own connection), a claimer (outcomes and claims, one statement per round
 // trip), a listener (LISTEN sandglass_outcome, sandglass_cancel, sandglass_queued; answers
 // waiters, cancels local jobs, wakes the claimer), a heartbeat thread (heartbeat, sweep of
-// lost nodes, retiring expired heads) and a commit thread (commit points). Each reconnects on its own after a lost
-// connection; /readyz says 503 while the heartbeat cannot reach the DB.
+// lost nodes, retiring expired heads) and a commit thread (commit points). Each reconnects on
+// its own after a lost connection; /readyz says 503 while the heartbeat cannot reach the DB.
 //
 // Thread safety: `submit`, `job_record`, `cancel`, `metrics_text` and `ready` may be called from
 // any thread; `start`, `stop_claiming` and `stop` from one thread, in that order.

@@ -10,8 +10,6 @@
 // owner's and attempt's, is refused and cancelled here (cause caller).
 #include "daemon/cluster/node_impl.hpp"
 
-#include <spdlog/spdlog.h>
-
 #include <unordered_set>
 
 namespace sandglass::daemon::cluster {
@@ -41,10 +39,10 @@ bool ClusterNode::Impl::record_commit(JobId id, int attempt, const JobContext& c
     commit_done_cv_.wait(lock, [&] { return request->answer != CommitAnswer::pending || ctx.cancelled(); });
     answer = request->answer;
     if (answer == CommitAnswer::pending) {
-      // Given up. A request already sent may still be written: the row then says committed
-      // although the handler stops here, which only keeps the job from running again.
+      // Given up: the commit thread drops it unless it is sent already. One sent may still be
+      // written: the row then says committed although the handler stops here, which only
+      // keeps the job from running again.
       request->abandoned = true;
-      std::erase(commit_queue_, request);
     }
   }
   switch (answer) {
@@ -77,7 +75,9 @@ void ClusterNode::Impl::commit_loop(std::stop_token st) {
         return;
       }
       batch.swap(commit_queue_);
+      std::erase_if(batch, [](const auto& r) { return r->abandoned; });
     }
+    if (batch.empty()) continue;
     std::vector<std::int64_t> ids, attempts;
     for (const auto& r : batch) {
       ids.push_back(static_cast<std::int64_t>(r->id));
@@ -107,9 +107,8 @@ void ClusterNode::Impl::commit_loop(std::stop_token st) {
       db_failed(e, "recording commit points");
       db.reset();
       // Sent again after the back-off (written twice is the same mark), but for the requests
-      // whose handlers gave up meanwhile.
+      // whose handlers give up meanwhile (dropped when taken).
       std::unique_lock lock{commit_mu_};
-      std::erase_if(batch, [](const auto& r) { return r->abandoned; });
       commit_queue_.insert(commit_queue_.begin(), batch.begin(), batch.end());
       commit_cv_.wait_for(lock, st, kReconnectBackoff, [] { return false; });
     }

@@ -264,6 +264,7 @@ class ClusterNode::Impl {
     int attempt = 0;
     CommitAnswer answer = CommitAnswer::pending;  // guarded by commit_mu_
     bool abandoned = false;                       // guarded by commit_mu_: its handler gave up
+                                                  // (the commit thread drops it unsent)
   };
   // The CommitRecorder of attempt `attempt` of the claimed job `id` (its row's id; the local
   // Runtime numbers its jobs itself), installed by run_claimed's handler for its run.
