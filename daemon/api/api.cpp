@@ -77,6 +77,10 @@ HttpResponse error_response(unsigned status, std::string_view message, std::stri
   return {.status = status, .body = json_text(body)};
 }
 
+HttpResponse no_such_job() {
+  return error_response(kStatusNotFound, "no such job (unknown or forgotten)", "id");
+}
+
 HttpResponse outcome_response(const Outcome& outcome, const Arrival& arrival) {
   const HttpStatus s = http_status_of(outcome, arrival.cancelled_by_request);
   HttpResponse r{.status = s.code,
@@ -147,15 +151,13 @@ Api::ClientGone Api::handle(const HttpRequest& request, Respond respond) {
     r = method == "GET" ? stats() : method_not_allowed("GET");
   } else if (path.starts_with(kJobPathPrefix)) {
     const auto id = job_id_of(path);
-    if (id && cluster_ != nullptr && (method == "GET" || method == "DELETE")) {
-      method == "GET" ? cluster_->job_record(*id, std::move(respond))
-                      : cluster_->cancel(*id, std::move(respond));
+    if (id && method == "GET") return get_job(*id, split_target(request.target).query, respond);
+    if (id && cluster_ != nullptr && method == "DELETE") {
+      cluster_->cancel(*id, std::move(respond));
       return {};
     }
     if (!id) {
       r = error_response(kStatusNotFound, "no such job", "id");
-    } else if (method == "GET") {
-      r = job_record(*id);
     } else if (method == "DELETE") {
       r = cancel_job(*id);
     } else {
@@ -277,9 +279,31 @@ Api::ClientGone Api::submit(const HttpRequest& request, TimePoint arrived_at, Re
   return {};
 }
 
+Api::ClientGone Api::get_job(std::uint64_t id, std::string_view query, Respond& respond) {
+  auto wait = parse_wait_query(query, false);
+  if (auto* e = std::get_if<RequestError>(&wait)) {
+    respond(error_response(kStatusBadRequest, e->message, e->field));
+    return {};
+  }
+  if (cluster_ != nullptr) {  // the record as it stands, waiting or not
+    cluster_->job_record(id, std::move(respond));
+    return {};
+  }
+  if (!std::get<bool>(wait)) {
+    respond(job_record(id));
+    return {};
+  }
+  auto gone = record_waits_.wait(records_, id, runtime_.options().budget.reserve, respond);
+  if (!gone) {
+    respond(no_such_job());
+    return {};
+  }
+  return std::move(*gone);
+}
+
 HttpResponse Api::job_record(std::uint64_t id) {
   auto json = records_.find_json(id);
-  if (!json) return error_response(kStatusNotFound, "no such job (unknown or forgotten)", "id");
+  if (!json) return no_such_job();
   return {.body = std::move(*json)};
 }
 

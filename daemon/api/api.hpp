@@ -2,6 +2,7 @@
 //
 //   POST   /v1/jobs        submit; waits for the terminal outcome unless ?wait=false (202)
 //   GET    /v1/jobs/{id}   the job's record          DELETE /v1/jobs/{id}   cancel (cause caller)
+//          ?wait=true      ... once the job has ended (record_waits.hpp); wait is its only parameter
 //   GET    /metrics        Prometheus text format    GET /healthz, GET /readyz
 //   GET    /v1/jobs        the listing (jobs_listing.hpp)   GET /v1/stats   the snapshot (stats.hpp)
 //   GET    /, /ui, /ui/app.css, /ui/app.js   the status page (ui/status_page.hpp; no token needed)
@@ -28,6 +29,7 @@
 #include "daemon/api/bearer_auth.hpp"
 #include "daemon/http/http_message.hpp"
 #include "daemon/api/job_records.hpp"
+#include "daemon/api/record_waits.hpp"
 #include "daemon/api/stats.hpp"
 #include "daemon/metrics.hpp"
 
@@ -81,6 +83,8 @@ class Api {
 
  private:
   ClientGone submit(const HttpRequest& request, TimePoint arrived_at, Respond& respond);
+  // GET /v1/jobs/{id}[?wait=true]. In cluster mode the record as it stands, even with wait.
+  ClientGone get_job(std::uint64_t id, std::string_view query, Respond& respond);
   HttpResponse job_record(std::uint64_t id);
   HttpResponse cancel_job(std::uint64_t id);
   HttpResponse metrics();
@@ -95,11 +99,14 @@ class Api {
   const std::atomic<bool>& draining_;
   const BearerAuth auth_;
   LiveStats live_stats_;  // recent outcomes for GET /v1/stats
+  RecordWaits record_waits_;  // GET /v1/jobs/{id}?wait=true
   cluster::ClusterNode* cluster_ = nullptr;
 };
 
 // A JSON error answer: {"error": message, "field": field} (no "field" when empty).
 HttpResponse error_response(unsigned status, std::string_view message, std::string_view field = {});
+// 404 for a job id that is unknown or whose record was forgotten.
+HttpResponse no_such_job();
 // The answer for a job that has its outcome: the status table and the record.
 HttpResponse outcome_response(const Outcome& outcome, const Arrival& arrival = {});
 

@@ -136,7 +136,7 @@ void JobRecords::forget_old(TimePoint now) {
   }
 }
 
-bool JobRecords::wait(JobId id, Waiter waiter) {
+bool JobRecords::wait(JobId id, Waiter waiter, Interest interest) {
   std::unique_lock lock{mu_};
   const auto it = entries_.find(id);
   if (it == entries_.end()) return false;
@@ -149,7 +149,7 @@ bool JobRecords::wait(JobId id, Waiter waiter) {
     return true;
   }
   e.waiters.push_back(std::move(waiter));
-  ++e.interest;
+  if (interest == Interest::held) ++e.interest;
   return true;
 }
 

@@ -84,10 +84,12 @@ class JobRecords {
   // The outcome; nullopt on timeout, or when the id is unknown or forgotten.
   std::optional<Outcome> outcome_until(JobId id, Deadline deadline);
 
+  // Whether a waiter keeps its job wanted: a submitter's does (see leave, and the record's
+  // "waiters"); a reader's (GET ?wait=true) does not, so its going away never cancels the job.
+  enum class Interest { held, none };
   // Calls `waiter` exactly once with the job's outcome: at once if it has one, else from
-  // finish(). A waiter that is still waiting holds an interest in a live job (see leave).
-  // False when the id is unknown.
-  bool wait(JobId id, Waiter waiter);
+  // finish(). False when the id is unknown.
+  bool wait(JobId id, Waiter waiter, Interest interest = Interest::held);
   // A waiting client went away. When no waiter of a live job is left, the job is cancelled
   // with cause caller, unless it has an idempotency key: then a retry with that key is expected
   // to attach to it, and it goes on until it ends or its budget does.

@@ -194,21 +194,22 @@ RequestError unknown_query_parameter(std::string_view key) {
   return RequestError{"query", "has a parameter whose name is empty or not printable ASCII"};
 }
 
-std::optional<RequestError> read_query(std::string_view query, JobRequest& out) {
+}  // namespace
+
+std::variant<bool, RequestError> parse_wait_query(std::string_view query, bool wait_by_default) {
+  bool wait = wait_by_default;
   for (const auto& [key, value] : split_query(query)) {
     if (key != "wait") return unknown_query_parameter(key);
     if (value == "true" || value == "1") {
-      out.wait = true;
+      wait = true;
     } else if (value == "false" || value == "0") {
-      out.wait = false;
+      wait = false;
     } else {
       return RequestError{"wait", "must be true or false"};
     }
   }
-  return std::nullopt;
+  return wait;
 }
-
-}  // namespace
 
 Target split_target(std::string_view target) noexcept {
   // The absolute form ("http://host:port/v1/jobs"), which proxies send, names the same path.
@@ -232,7 +233,9 @@ std::optional<Duration> header_budget(const HttpRequest& request) {
 std::variant<JobRequest, RequestError> parse_job_request(const HttpRequest& request,
                                                          std::size_t max_json_depth) {
   JobRequest out;
-  if (auto e = read_query(split_target(request.target).query, out)) return *e;
+  auto wait = parse_wait_query(split_target(request.target).query, out.wait);
+  if (auto* e = std::get_if<RequestError>(&wait)) return std::move(*e);
+  out.wait = std::get<bool>(wait);
   if (auto e = read_wire_budgets(request, out)) return *e;
 
   boost::json::parse_options options;

@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 
 namespace sandglass::daemon {
@@ -46,6 +47,10 @@ inline constexpr std::string_view kIdempotencyKeyHeader = "idempotency-key";
 
 std::variant<JobRequest, RequestError> parse_job_request(const HttpRequest& request,
                                                          std::size_t max_json_depth);
+
+// The query of POST /v1/jobs and of GET /v1/jobs/{id}: `wait=true|false` (or 1|0), nothing
+// else; without it, `wait_by_default`. An unknown parameter is an error naming it.
+std::variant<bool, RequestError> parse_wait_query(std::string_view query, bool wait_by_default);
 
 // The budget the headers alone name (the smaller of x-request-timeout-ms and grpc-timeout), an
 // upper bound of the request's budget read before its body; nullopt when they name none or one
