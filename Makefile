@@ -46,10 +46,10 @@ test: build
 run: build
 	./$(BUILD)/daemon/sandglassd --config daemon/config/sandglassd.toml
 
-# The Debian package needs only the daemon built; install it with
+# The Debian package needs only the daemon and the client built; install it with
 # apt install ./$(BUILD)/sandglassd_*.deb
 package: configure
-	cmake --build $(BUILD) --target sandglassd
+	cmake --build $(BUILD) --target sandglassd sandglass_cli
 	cd $(BUILD) && cpack -G DEB
 
 # make bench: the micro benchmarks and the full overload bench (about 5 minutes); tables, JSON

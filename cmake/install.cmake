@@ -1,6 +1,7 @@
 # What `cmake --install build --prefix PREFIX` puts in place (PREFIX defaults to /usr/local):
 #
 #   bin/sandglassd                               the daemon                      component daemon
+#   bin/sandglass                                the command-line client         component daemon
 #   lib/systemd/system/sandglassd.service        its unit, ExecStart=PREFIX/bin  component daemon
 #   share/sandglass/sandglassd.toml              the default config              component daemon
 #   share/sandglass/prometheus/                  scrape config and rules         component daemon
@@ -50,7 +51,7 @@ install(FILES ${PROJECT_BINARY_DIR}/sandglassConfig.cmake
         DESTINATION ${sandglass_cmake_dir} COMPONENT development)
 
 # ---- component daemon: what an operator runs ---------------------------------------------------
-install(TARGETS sandglassd RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT daemon)
+install(TARGETS sandglassd sandglass_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT daemon)
 install(FILES daemon/config/sandglassd.toml
         DESTINATION ${CMAKE_INSTALL_DATADIR}/sandglass COMPONENT daemon)
 install(FILES deploy/prometheus/prometheus.yml deploy/prometheus/sandglass-rules.yml

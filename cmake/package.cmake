@@ -2,12 +2,13 @@
 # sandglassd_<version>_amd64.deb, for operators: the daemon and what runs it, not the library.
 #
 #   /usr/bin/sandglassd
+#   /usr/bin/sandglass                           the command-line client
 #   /usr/lib/systemd/system/sandglassd.service   ExecStart=/usr/bin/sandglassd ...
 #   /etc/sandglass/sandglassd.toml               a conffile: dpkg keeps the operator's edits
 #   /usr/share/sandglass/sandglassd.toml         the default, for reference
 #   /usr/share/sandglass/prometheus/             scrape config and rules
 #
-# Depends is computed by dpkg-shlibdeps (dpkg-dev) from the libraries sandglassd links. The
+# Depends is computed by dpkg-shlibdeps (dpkg-dev) from the libraries the two binaries link. The
 # headers, static libraries and CMake package (component development) stay out: embedders build
 # from source or `cmake --install`. The unit is neither enabled nor started: it needs the token
 # file /etc/sandglass/auth-token first (see the unit's comment).

@@ -28,7 +28,7 @@ run("extract" dpkg-deb -x "${deb}" "${root}")
 run("extract control" dpkg-deb -e "${deb}" "${WORK_DIR}/control")
 
 # The files, and nothing for developers (headers, static libraries, the CMake package).
-foreach(path usr/bin/sandglassd etc/sandglass/sandglassd.toml
+foreach(path usr/bin/sandglassd usr/bin/sandglass etc/sandglass/sandglassd.toml
              usr/lib/systemd/system/sandglassd.service usr/share/sandglass/sandglassd.toml
              usr/share/sandglass/prometheus/prometheus.yml
              usr/share/sandglass/prometheus/sandglass-rules.yml)
@@ -69,4 +69,10 @@ run("check the packaged config" "${root}/usr/bin/sandglassd" --check-config
     --config "${root}/etc/sandglass/sandglassd.toml")
 if(NOT last_output STREQUAL "${root}/etc/sandglass/sandglassd.toml: configuration is valid\n")
   message(FATAL_ERROR "unexpected --check-config output: '${last_output}'")
+endif()
+
+# The packaged client runs, and says how a script tells outcomes apart.
+run("the packaged client's help" "${root}/usr/bin/sandglass" --help)
+if(NOT last_output MATCHES "Exit codes:")
+  message(FATAL_ERROR "unexpected sandglass --help output: '${last_output}'")
 endif()
