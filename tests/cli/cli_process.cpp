@@ -1,38 +1,20 @@
 #include "cli_process.hpp"
 
+#include "temp_files.hpp"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 extern char** environ;
 
 namespace sandglass::testing {
-namespace {
-
-std::string temp_path(const std::string& hint) {
-  static std::atomic<int> counter{0};
-  return (std::filesystem::temp_directory_path() /
-          ("sandglass-cli-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" + hint))
-      .string();
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in{path};
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-}  // namespace
 
 CliProcess::CliProcess(const std::vector<std::string>& args, const std::vector<std::string>& env)
     : out_path_{temp_path("out.txt")}, err_path_{temp_path("err.txt")} {

@@ -1,4 +1,5 @@
 #include "daemon_process.hpp"
+#include "temp_files.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -11,13 +12,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <stdexcept>
 #include <thread>
 #include <utility>
@@ -26,20 +25,6 @@ extern char** environ;
 
 namespace sandglass::testing {
 namespace {
-
-std::string temp_path(const std::string& hint) {
-  static std::atomic<int> counter{0};
-  return (std::filesystem::temp_directory_path() /
-          ("sandglassd-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" + hint))
-      .string();
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in{path};
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // Spawns sandglassd (through `launcher`, if not empty) with stdout to `out_fd` and stderr to
 // `err_path`.
