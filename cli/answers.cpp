@@ -13,8 +13,8 @@ std::optional<boost::json::object> answer_object(const DaemonReply& reply) {
   boost::system::error_code ec;
   boost::json::value v = boost::json::parse(reply.body, ec);
   if (ec || !v.is_object()) {
-    std::cerr << "sandglass: the daemon answered " << reply.status << " with a body that is not a JSON object: "
-              << reply.body.substr(0, 200) << "\n";
+    std::cerr << "sandglass: the daemon answered " << reply.status
+              << " with a body that is not a JSON object: " << reply.body.substr(0, 200) << "\n";
     return std::nullopt;
   }
   return std::move(v.get_object());

@@ -32,7 +32,8 @@ constexpr std::string_view kExitCodes = R"(Exit codes:
   5  cancelled for another cause (a cancel, the client gone, shutdown)
   6  the daemon cannot be reached (message on stderr)
 
-Environment: SANDGLASS_URL (the daemon, when --url is not given), SANDGLASS_TOKEN (its bearer token).
+Environment: SANDGLASS_URL (the daemon, when --url is not given),
+             SANDGLASS_TOKEN (its bearer token).
 )";
 
 // A usage error found after CLI11's parse (a value CLI11 cannot check by itself).
@@ -86,7 +87,8 @@ std::string submit_body(const SubmitFlags& f, const CLI::App& submit) {
     if (!args.is_object()) throw UsageError{"--args: must be a JSON object, e.g. '{\"ms\":100}'"};
     body["args"] = std::move(args);
   }
-  if (submit.count("--budget") > 0) body["timeout_ms"] = duration_flag("--budget", f.budget).count();
+  if (submit.count("--budget") > 0)
+    body["timeout_ms"] = duration_flag("--budget", f.budget).count();
   if (submit.count("--priority") > 0) body["priority"] = f.priority;
   if (submit.count("--key") > 0) body["idempotency_key"] = f.key;
   if (submit.count("--expected-ms") > 0) body["expected_ms"] = f.expected_ms;
@@ -100,13 +102,12 @@ std::string job_path(std::uint64_t id) { return "/v1/jobs/" + std::to_string(id)
 // DELETE, then (when the job has not ended within the daemon's short wait) the record once it
 // has ended, by a GET that waits.
 ExitCode cancel_job(const DaemonClient& client, std::uint64_t id, bool json) {
-  const DaemonReply reply = client.request("DELETE", job_path(id), {}, DaemonClient::Wait::short_answer);
+  const DaemonReply reply =
+      client.request("DELETE", job_path(id), {}, DaemonClient::Wait::short_answer);
   const auto body = answer_object(reply);
   if (!body) return ExitCode::failed;
   if (!body->contains("state")) return show_error(reply, *body);
-  if (exit_code_of(*body, false) != ExitCode::completed || body->at("state") == "completed") {
-    return show_job_answer(reply, json, true);  // ended: cancelled, or it had ended before
-  }
+  if (!not_ended(*body)) return show_job_answer(reply, json, true);  // or it had ended before
   return show_job_answer(
       client.request("GET", job_path(id) + "?wait=true", {}, DaemonClient::Wait::until_job_ends),
       json, true);
@@ -121,12 +122,16 @@ int run(int argc, char** argv) {
   app.require_subcommand(1);
   std::string url_text{kDefaultUrl};
   bool json = false;
-  app.add_option("--url", url_text, "the daemon's URL")->envname("SANDGLASS_URL")->capture_default_str();
+  app.add_option("--url", url_text, "the daemon's URL")
+      ->envname("SANDGLASS_URL")
+      ->capture_default_str();
   app.add_flag("--json", json, "print the daemon's JSON as it came");
 
   SubmitFlags f;
-  CLI::App* submit = app.add_subcommand("submit", "submit a job (and with --wait, wait for its outcome)");
-  submit->add_option("kind", f.kind, "the job's kind (sleep, spin, exec, forward, sql, ...)")->required();
+  CLI::App* submit =
+      app.add_subcommand("submit", "submit a job (and with --wait, wait for its outcome)");
+  submit->add_option("kind", f.kind, "the job's kind (sleep, spin, exec, forward, sql, ...)")
+      ->required();
   submit->add_option("--args", f.args, "the kind's args, a JSON object");
   submit->add_option("--budget", f.budget, "the job's end-to-end time budget, e.g. 500ms, 2s");
   submit->add_option("--priority", f.priority, "critical, high, normal or sheddable");
@@ -140,7 +145,8 @@ int run(int argc, char** argv) {
   bool get_wait = false;
   CLI::App* get = app.add_subcommand("get", "show a job's record");
   get->add_option("id", id, "the job's id")->required();
-  get->add_flag("--wait", get_wait, "wait until the job has ended (at most its deadline plus the reserve)");
+  get->add_flag("--wait", get_wait,
+                "wait until the job has ended (at most its deadline plus the reserve)");
 
   CLI::App* cancel = app.add_subcommand("cancel", "cancel a job and show its final record");
   cancel->add_option("id", id, "the job's id")->required();
@@ -148,7 +154,8 @@ int run(int argc, char** argv) {
   std::string state, kind, cursor;
   std::size_t limit = 0;
   CLI::App* list = app.add_subcommand("list", "list recent jobs, newest first");
-  list->add_option("--state", state, "queued, running, completed, failed, rejected, expired, cancelled");
+  list->add_option("--state", state,
+                   "queued, running, completed, failed, rejected, expired, cancelled");
   list->add_option("--kind", kind, "only jobs of this kind");
   list->add_option("--limit", limit, "at most this many (1 to 1000; default 100)");
   list->add_option("--cursor", cursor, "the next page after this cursor");
@@ -158,7 +165,8 @@ int run(int argc, char** argv) {
   std::string interval = "1s";
   std::size_t count = 0;
   CLI::App* watch = app.add_subcommand("watch", "a live view of the stats (Ctrl-C stops it)");
-  watch->add_option("--interval", interval, "time between refreshes, e.g. 500ms, 2s")->capture_default_str();
+  watch->add_option("--interval", interval, "time between refreshes, e.g. 500ms, 2s")
+      ->capture_default_str();
   watch->add_option("--count", count, "stop after this many refreshes (0: never)");
 
   for (CLI::App* sub : {submit, get, cancel, list, stats, watch}) sub->fallthrough();
@@ -180,12 +188,14 @@ int run(int argc, char** argv) {
       const std::string body = submit_body(f, *submit);
       const DaemonReply reply =
           f.wait ? client.request("POST", "/v1/jobs", body, DaemonClient::Wait::until_job_ends)
-                 : client.request("POST", "/v1/jobs?wait=false", body, DaemonClient::Wait::short_answer);
+                 : client.request("POST", "/v1/jobs?wait=false", body,
+                                  DaemonClient::Wait::short_answer);
       return exit_with(show_job_answer(reply, json, f.wait));
     }
     if (*get) {
       const DaemonReply reply =
-          get_wait ? client.request("GET", job_path(id) + "?wait=true", {}, DaemonClient::Wait::until_job_ends)
+          get_wait ? client.request("GET", job_path(id) + "?wait=true", {},
+                                    DaemonClient::Wait::until_job_ends)
                    : client.request("GET", job_path(id), {}, DaemonClient::Wait::short_answer);
       return exit_with(show_job_answer(reply, json, get_wait));
     }
@@ -204,11 +214,12 @@ int run(int argc, char** argv) {
           render_listing));
     }
     if (*stats) {
-      return exit_with(show_answer(client.request("GET", "/v1/stats", {}, DaemonClient::Wait::short_answer),
-                                   json, render_stats));
+      return exit_with(
+          show_answer(client.request("GET", "/v1/stats", {}, DaemonClient::Wait::short_answer),
+                      json, render_stats));
     }
-    return exit_with(watch_stats(client, {.interval = duration_flag("--interval", interval),
-                                          .count = count, .json = json}));
+    return exit_with(watch_stats(
+        client, {.interval = duration_flag("--interval", interval), .count = count, .json = json}));
   } catch (const UsageError& e) {
     std::cerr << "sandglass: " << e.message << "\n";
     return exit_with(ExitCode::usage);

@@ -33,7 +33,8 @@ std::variant<DaemonUrl, std::string> parse_daemon_url(std::string_view text) {
     if (close == std::string_view::npos) return std::string{"has an IPv6 address without its ']'"};
     url.host = rest.substr(1, close - 1);
     const std::string_view after = rest.substr(close + 1);
-    if (!after.empty() && !after.starts_with(':')) return std::string{"has text after ']' that is not :PORT"};
+    if (!after.empty() && !after.starts_with(':'))
+      return std::string{"has text after ']' that is not :PORT"};
     if (!after.empty()) port = after.substr(1);
     if (after == ":") return std::string{"has an empty port"};
   } else {

@@ -26,11 +26,13 @@ ExitCode exit_code_of(const boost::json::object& record, bool waited) {
   if (state == "cancelled") {
     return text_of(record, "cause") == "deadline" ? ExitCode::deadline : ExitCode::cancelled;
   }
-  // Not ended (queued, running, scheduled, cancelling), or a state this client does not know.
-  const bool live = state == "queued" || state == "running" || state == "scheduled" ||
-                    state == "cancelling";
-  if (!live) return ExitCode::failed;
+  if (!not_ended(record)) return ExitCode::failed;  // a state this client does not know
   return waited ? ExitCode::deadline : ExitCode::completed;
+}
+
+bool not_ended(const boost::json::object& record) {
+  const std::string_view state = text_of(record, "state");
+  return state == "queued" || state == "running" || state == "scheduled" || state == "cancelling";
 }
 
 }  // namespace sandglass::cli

@@ -39,4 +39,7 @@ enum class ExitCode : int {
 // the answer to a wait for the job's end, so a job not ended is one its deadline passed.
 ExitCode exit_code_of(const boost::json::object& record, bool waited);
 
+// Whether the record says the job has not ended yet (queued, running, scheduled, cancelling).
+bool not_ended(const boost::json::object& record);
+
 }  // namespace sandglass::cli

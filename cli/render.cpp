@@ -31,7 +31,9 @@ const object& object_at(const object& o, std::string_view key) {
 // "critical 0, high 2" for an object of numbers; "-" when empty.
 std::string counts(const object& o) {
   std::string out;
-  for (const auto& [k, v] : o) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", std::string_view{k}, boost::json::serialize(v));
+  for (const auto& [k, v] : o)
+    out += fmt::format("{}{} {}", out.empty() ? "" : ", ", std::string_view{k},
+                       boost::json::serialize(v));
   return out.empty() ? "-" : out;
 }
 
@@ -52,7 +54,8 @@ std::string render_record(const object& r) {
   if (const value* reason = field(r, "reason"); reason != nullptr && !reason->is_null()) {
     why = text(r, "reason");
   }
-  if (field(r, "cause") != nullptr) why += (why.empty() ? "" : ", ") + ("cause " + text(r, "cause"));
+  if (field(r, "cause") != nullptr)
+    why += (why.empty() ? "" : ", ") + ("cause " + text(r, "cause"));
   if (!why.empty()) out += " (" + why + ")";
   if (state == "running" && field(r, "worker") != nullptr) out += " on worker " + text(r, "worker");
   out += "\n";
@@ -64,13 +67,15 @@ std::string render_record(const object& r) {
   }
   if (field(r, "result") != nullptr) out += "  result     " + text(r, "result") + "\n";
   if (field(r, "error") != nullptr) out += "  error      " + text(r, "error") + "\n";
-  if (field(r, "timings") != nullptr) out += "  timings    " + timings_line(object_at(r, "timings")) + "\n";
+  if (field(r, "timings") != nullptr)
+    out += "  timings    " + timings_line(object_at(r, "timings")) + "\n";
   return out;
 }
 
 std::string render_listing(const object& listing) {
-  std::string out = fmt::format("{:<8} {:<10} {:<10} {:<34} {:>9} {:>8} {:>8} {:>12}\n", "ID", "KIND",
-                                "STATE", "REASON", "BUDGET_MS", "QUEUE_MS", "RUN_MS", "REMAINING_MS");
+  std::string out =
+      fmt::format("{:<8} {:<10} {:<10} {:<34} {:>9} {:>8} {:>8} {:>12}\n", "ID", "KIND", "STATE",
+                  "REASON", "BUDGET_MS", "QUEUE_MS", "RUN_MS", "REMAINING_MS");
   const value* jobs = field(listing, "jobs");
   if (jobs != nullptr && jobs->is_array()) {
     for (const value& j : jobs->get_array()) {
@@ -95,7 +100,9 @@ std::string render_stats(const object& s) {
   const object& queue = object_at(s, "queue");
   const object& running = object_at(s, "running");
   const object& minute = object_at(s, "last_minute");
-  const auto total = [&](std::string_view group) { return text(object_at(minute, group), "total", "0"); };
+  const auto total = [&](std::string_view group) {
+    return text(object_at(minute, group), "total", "0");
+  };
   std::string out;
   out += fmt::format("workers {}   queue {} of {} (peak {})   submitted {}{}\n",
                      text(capacity, "workers"), text(queue, "depth", "0"), text(capacity, "queue"),
@@ -105,14 +112,16 @@ std::string render_stats(const object& s) {
   out += fmt::format("running           {} ({}), overrunning {}\n", text(running, "total", "0"),
                      counts(object_at(running, "by_kind")), text(running, "overrunning", "0"));
   const object& completed = object_at(minute, "completed");
-  out += fmt::format("last {} s         completed {} (on time {}, late {}), failed {}, refused {}, "
-                     "expired {}, cancelled {}\n",
-                     text(minute, "window_s", "60"), total("completed"), text(completed, "on_time", "0"),
-                     text(completed, "late", "0"), total("failed"), total("refused"),
-                     total("expired"), total("cancelled"));
+  out += fmt::format(
+      "last {} s         completed {} (on time {}, late {}), failed {}, refused {}, "
+      "expired {}, cancelled {}\n",
+      text(minute, "window_s", "60"), total("completed"), text(completed, "on_time", "0"),
+      text(completed, "late", "0"), total("failed"), total("refused"), total("expired"),
+      total("cancelled"));
   const auto per_s = [&](std::string_view key) {
     const value* v = field(minute, key);
-    return v != nullptr && v->is_number() ? fmt::format("{:.2f}/s", v->to_number<double>()) : std::string{"-"};
+    return v != nullptr && v->is_number() ? fmt::format("{:.2f}/s", v->to_number<double>())
+                                          : std::string{"-"};
   };
   out += fmt::format("                  throughput {}, goodput {}\n", per_s("throughput_per_s"),
                      per_s("goodput_per_s"));
@@ -121,7 +130,8 @@ std::string render_stats(const object& s) {
     std::string nonzero;
     for (const auto& [k, v] : by_reason) {
       if (v.is_number() && v.to_number<double>() > 0) {
-        nonzero += fmt::format("{}{} {}", nonzero.empty() ? "" : ", ", std::string_view{k}, boost::json::serialize(v));
+        nonzero += fmt::format("{}{} {}", nonzero.empty() ? "" : ", ", std::string_view{k},
+                               boost::json::serialize(v));
       }
     }
     if (!nonzero.empty()) out += fmt::format("  {:<15} {}\n", group, nonzero);

@@ -51,8 +51,8 @@ ExitCode watch_stats(const DaemonClient& client, const WatchOptions& options) {
   for (std::size_t n = 1; g_stop_requested == 0; ++n) {
     if (terminal) std::cout << kClearScreen;
     if (!options.json) {
-      std::cout << "sandglassd at " << client.url().text << "   " << wall_clock_now()
-                << "   every " << options.interval.count() << " ms"
+      std::cout << "sandglassd at " << client.url().text << "   " << wall_clock_now() << "   every "
+                << options.interval.count() << " ms"
                 << (options.count == 0 ? ", Ctrl-C to stop" : "") << "\n\n";
     }
     try {

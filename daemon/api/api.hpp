@@ -2,7 +2,8 @@
 //
 //   POST   /v1/jobs        submit; waits for the terminal outcome unless ?wait=false (202)
 //   GET    /v1/jobs/{id}   the job's record          DELETE /v1/jobs/{id}   cancel (cause caller)
-//          ?wait=true      ... once the job has ended (record_waits.hpp); wait is its only parameter
+//          ?wait=true      ... once the job has ended (record_waits.hpp); `wait` is the only
+//                          query parameter a GET takes: any other is a 400 naming it
 //   GET    /metrics        Prometheus text format    GET /healthz, GET /readyz
 //   GET    /v1/jobs        the listing (jobs_listing.hpp)   GET /v1/stats   the snapshot (stats.hpp)
 //   GET    /, /ui, /ui/app.css, /ui/app.js   the status page (ui/status_page.hpp; no token needed)

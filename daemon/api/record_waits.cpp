@@ -49,8 +49,8 @@ class PendingAnswer {
 
  private:
   std::mutex mu_;
-  asio::steady_timer timer_;       // guarded by mu_
-  RecordWaits::Respond respond_;   // guarded by mu_; empty once answered or abandoned
+  asio::steady_timer timer_;      // guarded by mu_
+  RecordWaits::Respond respond_;  // guarded by mu_; empty once answered or abandoned
 };
 
 }  // namespace
@@ -90,7 +90,9 @@ std::optional<RecordWaits::ClientGone> RecordWaits::wait(JobRecords& records, Jo
   const bool known = records.wait(
       id,
       [weak](const Outcome& o, const Arrival& arrival) {
-        if (auto p = weak.lock()) p->answer({.body = record_json(o.id, o.kind, &o, {}, {}, arrival)});
+        if (auto p = weak.lock()) {
+          p->answer({.body = record_json(o.id, o.kind, &o, {}, {}, arrival)});
+        }
       },
       JobRecords::Interest::none);
   if (!known) pending->answer(no_such_job());  // forgotten since the view above

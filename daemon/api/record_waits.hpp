@@ -8,8 +8,9 @@
 //
 // A job ends by its deadline unless it passed its commit point or its handler does not stop;
 // the limit, the job's deadline plus the reserve (budget.reserve_ms, which the deadline keeps
-// back for the answer), bounds how long a reader waits then. A waiting reader holds no interest in its job (JobRecords::Interest::none): its
-// client going away never cancels the job, it only ends the wait.
+// back for the answer), bounds how long a reader waits then. A waiting reader holds no
+// interest in its job (JobRecords::Interest::none): its client going away never cancels the
+// job, it only ends the wait.
 //
 // Thread safety: `wait` may be called concurrently. Each answer is given exactly once, from
 // the thread that records the job's outcome (JobRecords::finish) or from this object's timer

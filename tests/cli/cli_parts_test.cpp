@@ -17,7 +17,8 @@ TEST_SUITE("sandglass CLI parts") {
     CHECK(parse_duration("1s") == 1000ms);
     CHECK(parse_duration("2m") == 120'000ms);
     CHECK(parse_duration("1h") == 3'600'000ms);
-    for (const char* bad : {"", "500", "ms", "1.5s", "-1s", "5x", "1 s", "s1", "1sm", "99999999999h"}) {
+    for (const char* bad :
+         {"", "500", "ms", "1.5s", "-1s", "5x", "1 s", "s1", "1sm", "99999999999h"}) {
       CAPTURE(bad);
       CHECK_FALSE(parse_duration(bad).has_value());
     }
@@ -38,9 +39,9 @@ TEST_SUITE("sandglass CLI parts") {
     const auto v6 = std::get<DaemonUrl>(parse_daemon_url("http://[::1]:9000"));
     CHECK(v6.host == "::1");
     CHECK(v6.port == "9000");
-    for (const char* bad : {"127.0.0.1:8080", "https://h:1", "http://", "http://h:", "http://h:0",
-                            "http://h:65536", "http://h:x", "http://h/v1", "http://u@h", "http://[::1",
-                            "http://[::1]x"}) {
+    for (const char* bad :
+         {"127.0.0.1:8080", "https://h:1", "http://", "http://h:", "http://h:0", "http://h:65536",
+          "http://h:x", "http://h/v1", "http://u@h", "http://[::1", "http://[::1]x"}) {
       CAPTURE(bad);
       CHECK(std::holds_alternative<std::string>(parse_daemon_url(bad)));
     }
@@ -76,7 +77,8 @@ TEST_SUITE("sandglass CLI parts") {
     for (const char* cause : {"caller", "upstream", "shutdown"}) {
       CAPTURE(cause);
       CHECK(code((std::string{R"({"state":"cancelled","reason":"cancelled_in_queue","cause":")"} +
-                  cause + "\"}").c_str()) == ExitCode::cancelled);
+                  cause + "\"}")
+                     .c_str()) == ExitCode::cancelled);
     }
     // Not ended: shown without waiting it is 0; after a wait that ended, the deadline passed.
     for (const char* state : {"queued", "running", "scheduled", "cancelling"}) {

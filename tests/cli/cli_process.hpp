@@ -20,7 +20,8 @@ struct CliResult {
 class CliProcess {
  public:
   // Starts `sandglass ARGS...` with `env` ("NAME=value") added to its environment.
-  explicit CliProcess(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
+  explicit CliProcess(const std::vector<std::string>& args,
+                      const std::vector<std::string>& env = {});
   CliProcess(const CliProcess&) = delete;
   CliProcess& operator=(const CliProcess&) = delete;
   ~CliProcess();  // SIGKILL if still running

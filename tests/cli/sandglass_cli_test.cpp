@@ -2,6 +2,7 @@
 // command and every exit code, with mixed kinds, classes and budgets.
 #include "cli_process.hpp"
 #include "daemon_test_support.hpp"
+#include "fail_and_slow_commands.hpp"
 #include "recording_server.hpp"
 
 #include <doctest/doctest.h>
@@ -15,13 +16,6 @@ using namespace sandglass::testing;
 using boost::json::object;
 
 namespace {
-
-// A config with two exec commands: `fail` exits with code 3, `slow` sleeps for 30 s.
-std::string exec_config() {
-  return write_temp_file("cli.toml",
-                         "[commands.fail]\nargv = [\"/bin/sh\", \"-c\", \"exit 3\"]\n"
-                         "[commands.slow]\nargv = [\"/bin/sleep\", \"30\"]\n");
-}
 
 // `sandglass --url URL ARGS...` against the daemon on `port`.
 CliResult cli(std::uint16_t port, std::vector<std::string> args) {
@@ -56,7 +50,8 @@ TEST_SUITE("sandglass CLI") {
       CHECK(r.err.empty());
     }
     SUBCASE("as the daemon's JSON") {
-      const CliResult r = cli(d.port(), {"--json", "submit", "sleep", "--args", R"({"ms":50})", "--wait"});
+      const CliResult r =
+          cli(d.port(), {"--json", "submit", "sleep", "--args", R"({"ms":50})", "--wait"});
       CHECK(r.exit_code == 0);
       const object o = json_out(r);
       CHECK(o.at("state").as_string() == "completed");
@@ -65,7 +60,7 @@ TEST_SUITE("sandglass CLI") {
   }
 
   TEST_CASE("a failing job exits 1" * doctest::timeout(60)) {
-    DaemonProcess d{{"--config", exec_config()}};
+    DaemonProcess d{{"--config", fail_and_slow_commands_config()}};
     const CliResult r = cli(d.port(), {"submit", "exec", "--args", R"({"command":"fail"})",
                                        "--priority", "sheddable", "--budget", "10s", "--wait"});
     CHECK(r.exit_code == 1);
@@ -75,19 +70,21 @@ TEST_SUITE("sandglass CLI") {
   TEST_CASE("a job rejected at admission exits 3, waiting or not" * doctest::timeout(60)) {
     DaemonProcess d{{"--min-budget-ms", "50"}};
     SUBCASE("waiting") {
-      const CliResult r = cli(d.port(), {"submit", "sleep", "--args", R"({"ms":1})", "--budget", "20ms", "--wait"});
+      const CliResult r =
+          cli(d.port(), {"submit", "sleep", "--args", R"({"ms":1})", "--budget", "20ms", "--wait"});
       CHECK(r.exit_code == 3);
       CHECK(r.out.starts_with("job 1 sleep: rejected (budget_too_small)\n"));
     }
     SUBCASE("not waiting") {
-      const CliResult r = cli(d.port(), {"--json", "submit", "spin", "--args", R"({"ms":1})", "--budget", "20ms"});
+      const CliResult r =
+          cli(d.port(), {"--json", "submit", "spin", "--args", R"({"ms":1})", "--budget", "20ms"});
       CHECK(r.exit_code == 3);
       CHECK(json_out(r).at("reason").as_string() == "budget_too_small");
     }
   }
 
   TEST_CASE("a job cut by its deadline exits 4" * doctest::timeout(60)) {
-    DaemonProcess d{{"--config", exec_config()}};
+    DaemonProcess d{{"--config", fail_and_slow_commands_config()}};
     const CliResult r = cli(d.port(), {"submit", "exec", "--args", R"({"command":"slow"})",
                                        "--budget", "300ms", "--priority", "critical", "--wait"});
     CHECK(r.exit_code == 4);
@@ -98,12 +95,14 @@ TEST_SUITE("sandglass CLI") {
             doctest::timeout(60)) {
     DaemonProcess d;
     // A submitter that waits, and a reader that waits, for one long job.
-    CliProcess submitter{{"--url", url_of(d.port()), "submit", "sleep", "--args", R"({"ms":60000})", "--wait"}};
+    CliProcess submitter{
+        {"--url", url_of(d.port()), "submit", "sleep", "--args", R"({"ms":60000})", "--wait"}};
     REQUIRE(eventually([&] { return state_of(d.port(), 1) == "running"; }));
     CliProcess reader{{"--url", url_of(d.port()), "get", "1", "--wait"}};
     const CliResult cancelled = cli(d.port(), {"cancel", "1"});
     CHECK(cancelled.exit_code == 5);
-    CHECK(cancelled.out.starts_with("job 1 sleep: cancelled (cancelled_while_running, cause caller)\n"));
+    CHECK(cancelled.out.starts_with(
+        "job 1 sleep: cancelled (cancelled_while_running, cause caller)\n"));
     const CliResult s = submitter.wait();  // the daemon's 409 with the record
     CHECK(s.exit_code == 5);
     CHECK(s.out.starts_with("job 1 sleep: cancelled (cancelled_while_running, cause caller)\n"));
@@ -112,11 +111,13 @@ TEST_SUITE("sandglass CLI") {
     CHECK(g.out == s.out);
   }
 
-  TEST_CASE("a daemon that cannot be reached is exit 6 with a message on stderr" * doctest::timeout(60)) {
+  TEST_CASE("a daemon that cannot be reached is exit 6 with a message on stderr" *
+            doctest::timeout(60)) {
     const std::string url = "http://127.0.0.1:" + std::to_string(free_port());
-    for (const std::vector<std::string>& args :
-         {std::vector<std::string>{"stats"}, {"get", "1"}, {"submit", "sleep", "--wait"},
-          {"watch", "--count", "1"}}) {
+    for (const std::vector<std::string>& args : {std::vector<std::string>{"stats"},
+                                                 {"get", "1"},
+                                                 {"submit", "sleep", "--wait"},
+                                                 {"watch", "--count", "1"}}) {
       std::vector<std::string> all{"--url", url};
       all.insert(all.end(), args.begin(), args.end());
       const CliResult r = run_cli(all);
@@ -137,11 +138,13 @@ TEST_SUITE("sandglass CLI") {
     SUBCASE("a duration without a unit") {
       const CliResult r = cli(d.port(), {"submit", "sleep", "--budget", "500"});
       CHECK(r.exit_code == 2);
-      CHECK(r.err == "sandglass: --budget: \"500\" is not a duration (a whole number and a unit: "
-                     "e.g. 500ms, 1s, 2m, 1h)\n");
+      CHECK(r.err ==
+            "sandglass: --budget: \"500\" is not a duration (a whole number and a unit: "
+            "e.g. 500ms, 1s, 2m, 1h)\n");
     }
     SUBCASE("args that are not a JSON object") {
-      CHECK(cli(d.port(), {"submit", "sleep", "--args", "{ms:1"}).err.starts_with("sandglass: --args: is not valid JSON"));
+      CHECK(cli(d.port(), {"submit", "sleep", "--args", "{ms:1"})
+                .err.starts_with("sandglass: --args: is not valid JSON"));
       CHECK(cli(d.port(), {"submit", "sleep", "--args", "[1]"}).exit_code == 2);
     }
     SUBCASE("a URL that is not http") {
@@ -168,11 +171,10 @@ TEST_SUITE("sandglass CLI") {
 
   TEST_CASE("each submit flag becomes its field in the request" * doctest::timeout(60)) {
     RecordingServer server{400, R"({"error":"is not a known field","field":"delay_ms"})"};
-    const CliResult r = run_cli(
-        {"--url", url_of(server.port()), "submit", "spin", "--args", R"({"ms":5})", "--budget", "2m",
-         "--priority", "critical", "--key", "order-7", "--expected-ms", "40", "--delay", "1s",
-         "--retry", "3"},
-        {"SANDGLASS_TOKEN=s3cret"});
+    const CliResult r = run_cli({"--url", url_of(server.port()), "submit", "spin", "--args",
+                                 R"({"ms":5})", "--budget", "2m", "--priority", "critical", "--key",
+                                 "order-7", "--expected-ms", "40", "--delay", "1s", "--retry", "3"},
+                                {"SANDGLASS_TOKEN=s3cret"});
     CHECK(r.exit_code == 2);
     CHECK(r.err == "sandglass: delay_ms: is not a known field (HTTP 400)\n");
     CHECK(server.request().starts_with("POST /v1/jobs?wait=false HTTP/1.1\r\n"));
@@ -193,8 +195,9 @@ TEST_SUITE("sandglass CLI") {
   }
 
   TEST_CASE("get, list, stats and watch show what the daemon says" * doctest::timeout(60)) {
-    DaemonProcess d{{"--config", exec_config(), "--workers", "2"}};
-    const std::uint64_t slept = submit_id(d.port(), {"sleep", "--args", R"({"ms":200})", "--budget", "5s"});
+    DaemonProcess d{{"--config", fail_and_slow_commands_config(), "--workers", "2"}};
+    const std::uint64_t slept =
+        submit_id(d.port(), {"sleep", "--args", R"({"ms":200})", "--budget", "5s"});
     const std::uint64_t failed = submit_id(d.port(), {"exec", "--args", R"({"command":"fail"})"});
 
     SUBCASE("get --wait waits for the end") {
@@ -248,8 +251,8 @@ TEST_SUITE("sandglass CLI") {
   TEST_CASE("SANDGLASS_URL names the daemon and SANDGLASS_TOKEN is its bearer token" *
             doctest::timeout(60)) {
     const std::string token_file = write_temp_file("token", "t0ken-for-the-cli-test\n");
-    std::filesystem::permissions(token_file, std::filesystem::perms::owner_read |
-                                                 std::filesystem::perms::owner_write);
+    std::filesystem::permissions(
+        token_file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
     DaemonProcess d{{"--auth-token-file", token_file}};
     const std::string url = "SANDGLASS_URL=" + url_of(d.port());
     const CliResult without = run_cli({"stats"}, {url});
@@ -260,7 +263,8 @@ TEST_SUITE("sandglass CLI") {
     CHECK(with.exit_code == 0);
     CHECK(with.out.starts_with("job 1 sleep: completed (ok)\n"));
     // --url wins over SANDGLASS_URL.
-    CHECK(run_cli({"--url", "http://127.0.0.1:" + std::to_string(free_port()), "stats"}, {url}).exit_code == 6);
+    CHECK(run_cli({"--url", "http://127.0.0.1:" + std::to_string(free_port()), "stats"}, {url})
+              .exit_code == 6);
     std::filesystem::remove(token_file);
   }
 }

@@ -2,6 +2,7 @@
 // ended, or at its deadline plus the reserve with the record as it stands; a reader that goes
 // away never cancels the job; the query takes `wait` and nothing else.
 #include "daemon_test_support.hpp"
+#include "fail_and_slow_commands.hpp"
 
 #include <doctest/doctest.h>
 
@@ -11,13 +12,6 @@ using namespace sandglass::testing;
 using boost::json::object;
 
 namespace {
-
-// A config with two exec commands: `fail` exits with code 3, `slow` sleeps for 30 s.
-std::string exec_config() {
-  return write_temp_file("get_wait.toml",
-                         "[commands.fail]\nargv = [\"/bin/sh\", \"-c\", \"exit 3\"]\n"
-                         "[commands.slow]\nargv = [\"/bin/sleep\", \"30\"]\n");
-}
 
 std::uint64_t submit_without_waiting(std::uint16_t port, const std::string& body) {
   const HttpAnswer a = post_job(port, body, {}, "?wait=false");
@@ -38,13 +32,16 @@ TEST_SUITE("sandglassd GET that waits") {
             doctest::timeout(60)) {
     // A reserve large beside the time an exec job takes to end once its deadline cancelled it
     // (SIGTERM, then its exit): that job's answer is its outcome, not the limit's record.
-    DaemonProcess d{{"--config", exec_config(), "--workers", "3", "--reserve-ms", "1000"}};
+    DaemonProcess d{
+        {"--config", fail_and_slow_commands_config(), "--workers", "3", "--reserve-ms", "1000"}};
     const std::uint64_t slept =
         submit_without_waiting(d.port(), R"({"kind":"sleep","args":{"ms":300},"timeout_ms":5000})");
     const std::uint64_t cut = submit_without_waiting(
-        d.port(), R"({"kind":"exec","args":{"command":"slow"},"priority":"high","timeout_ms":1500})");
+        d.port(),
+        R"({"kind":"exec","args":{"command":"slow"},"priority":"high","timeout_ms":1500})");
     const std::uint64_t failed = submit_without_waiting(
-        d.port(), R"({"kind":"exec","args":{"command":"fail"},"priority":"sheddable","timeout_ms":20000})");
+        d.port(),
+        R"({"kind":"exec","args":{"command":"fail"},"priority":"sheddable","timeout_ms":20000})");
 
     const object s = waited_record(d.port(), slept);
     CHECK(s.at("state").as_string() == "completed");
@@ -65,8 +62,10 @@ TEST_SUITE("sandglassd GET that waits") {
     CHECK(waited_record(d.port(), slept) == s);
   }
 
-  TEST_CASE("a GET that waits for a job past its commit point answers at its deadline plus the "
-            "reserve with the record as it stands" * doctest::timeout(60)) {
+  TEST_CASE(
+      "a GET that waits for a job past its commit point answers at its deadline plus the "
+      "reserve with the record as it stands" *
+      doctest::timeout(60)) {
     DaemonProcess d{{"--reserve-ms", "20"}};
     // Committed after 10 ms, it sleeps on past its 300 ms budget: no cancellation stops it.
     const std::uint64_t id = submit_without_waiting(
