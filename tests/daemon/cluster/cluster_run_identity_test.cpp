@@ -3,6 +3,7 @@
 // whose older attempt still runs there cancels the older run, and a commit point is answered
 // for its own attempt only, also when both attempts ask in one statement.
 #include "cluster/cluster_fixture.hpp"
+#include "cluster/ledger_queries.hpp"
 #include "daemon/cluster/pg_session.hpp"
 
 #include <doctest/doctest.h>
@@ -14,30 +15,6 @@ using namespace std::chrono_literals;
 using sandglass::daemon::cluster::PgSession;
 
 namespace {
-
-// A node's `sql` kind on the cluster's own server: `gated` inserts its note once it may share
-// the row of `gate` (the test holds it exclusively to stop it there), `record` at once. Both
-// pass their commit point before their transaction commits.
-std::string ledger_queries(const PostgresServer& pg) {
-  return fmt::format(R"toml(
-[databases.main]
-conninfo = "{}"
-pool_size = 4
-
-[queries.gated]
-database = "main"
-sql = "INSERT INTO ledger (note) SELECT $1 FROM gate FOR SHARE"
-params = 1
-commits = true
-
-[queries.record]
-database = "main"
-sql = "INSERT INTO ledger (note) VALUES ($1)"
-params = 1
-commits = true
-)toml",
-                     pg.conninfo());
-}
 
 // The database sessions of the node's sql kind that wait for the gate's lock.
 std::vector<std::string> gate_waiters(const PostgresServer& pg) {
@@ -56,7 +33,10 @@ TEST_SUITE("cluster run identity") {
 TEST_CASE("two attempts of one job on one node never both pass the commit point, also when their "
           "commit points are asked in one statement" * doctest::timeout(180)) {
   ClusterFixture c;
-  const std::string queries = ledger_queries(c.pg);
+  // `gated` inserts its note once it may share the row of `gate` (the test holds it exclusively
+  // to stop it there), `record` at once.
+  const std::string queries = ledger_queries(c.pg, {{"gated", "INSERT INTO ledger (note) SELECT $1 FROM gate FOR SHARE"},
+                                                    {"record", "INSERT INTO ledger (note) VALUES ($1)"}});
   const std::uint16_t entry = c.node({"sleep"}, 2, {}, queries).port();
   DaemonProcess& runner = c.node({"sql"}, 3, {}, queries);
   c.pg.execute(

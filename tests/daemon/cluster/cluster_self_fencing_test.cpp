@@ -5,6 +5,7 @@
 // job past its commit point when the node stopped is not run again, and one before it runs to
 // its commit point exactly once, elsewhere.
 #include "cluster/cluster_fixture.hpp"
+#include "cluster/ledger_queries.hpp"
 #include "daemon/cluster/pg_session.hpp"
 
 #include <doctest/doctest.h>
@@ -18,42 +19,16 @@ using namespace sandglass::testing;
 using namespace std::chrono_literals;
 using sandglass::daemon::cluster::PgSession;
 
-namespace {
-
-// `gated` inserts its note once it may share the row of `gate`; `slow` inserts its note and its
-// COMMIT takes 3 s (a deferred trigger). Both pass their commit point before their COMMIT.
-std::string ledger_queries(const PostgresServer& pg) {
-  return fmt::format(R"toml(
-[databases.main]
-conninfo = "{}"
-pool_size = 3
-
-[queries.gated]
-database = "main"
-sql = "INSERT INTO ledger (note) SELECT $1 FROM gate FOR SHARE"
-params = 1
-commits = true
-
-[queries.slow]
-database = "main"
-sql = "INSERT INTO slow_ledger (note) VALUES ($1)"
-params = 1
-commits = true
-)toml",
-                     pg.conninfo());
-}
-
-std::string count_of(const PostgresServer& pg, const std::string& sql) { return pg.scalar(sql); }
-
-}  // namespace
-
 TEST_SUITE("cluster self-fencing") {
 
 TEST_CASE("a node paused for three leases finds its lease lost when it resumes: its stale run is "
           "cancelled, the job past its commit point is not run again, the one before it passes it "
           "once elsewhere, and the node works on as a new incarnation" * doctest::timeout(180)) {
   ClusterFixture c;
-  const std::string queries = ledger_queries(c.pg);
+  // `gated` inserts its note once it may share the row of `gate`; `slow` inserts its note and its
+  // COMMIT takes 3 s (a deferred trigger).
+  const std::string queries = ledger_queries(c.pg, {{"gated", "INSERT INTO ledger (note) SELECT $1 FROM gate FOR SHARE"},
+                                                    {"slow", "INSERT INTO slow_ledger (note) VALUES ($1)"}}, 3);
   DaemonProcess& entry = c.node({"spin"}, 2, {}, queries);
   DaemonProcess& paused = c.node({"sql", "sleep"}, 2, {}, queries);
   c.pg.execute(
@@ -76,9 +51,9 @@ TEST_CASE("a node paused for three leases finds its lease lost when it resumes: 
   // `before` waits at the gate, short of its commit point; `after` has passed its commit point
   // and its COMMIT runs.
   REQUIRE(eventually([&] {
-    return count_of(c.pg, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND "
+    return c.pg.scalar("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND "
                           "query LIKE 'INSERT INTO ledger%'") == "1" &&
-           count_of(c.pg, "SELECT count(*) FROM pg_stat_activity WHERE query = 'COMMIT' AND state = 'active'") == "1";
+           c.pg.scalar("SELECT count(*) FROM pg_stat_activity WHERE query = 'COMMIT' AND state = 'active'") == "1";
   }, 30s));
   CHECK(record(entry.port(), after).at("committed").as_bool());
 
@@ -97,7 +72,7 @@ TEST_CASE("a node paused for three leases finds its lease lost when it resumes: 
                        std::to_string(before)) == "2 " + ClusterFixture::name_of(heir) + " running";
   }, 30s));
   REQUIRE(eventually([&] {
-    return count_of(c.pg, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND "
+    return c.pg.scalar("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND "
                           "query LIKE 'INSERT INTO ledger%'") == "2";
   }, 30s));
   // The sweep that judged it lost ended its sessions (its LISTEN among them).
@@ -108,7 +83,7 @@ TEST_CASE("a node paused for three leases finds its lease lost when it resumes: 
   // Resumed, the node learns it lost its lease and cancels its run of `before` (its statement
   // stops waiting at the gate) instead of running it on beside the heir's.
   REQUIRE(eventually([&] {
-    return count_of(c.pg, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND "
+    return c.pg.scalar("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND "
                           "query LIKE 'INSERT INTO ledger%'") == "1";
   }, 20s));
   CHECK(metric(paused.port(), "sandglass_cluster_leases_lost_total") == 1);
