@@ -362,7 +362,8 @@ std::string function_times(Postgres& pg) {
   const auto rows = pg.query(
       "SELECT funcname, calls, total_time FROM pg_stat_user_functions "
       "WHERE funcname IN ('sandglass_submit_many', 'sandglass_submit_claim', 'sandglass_claim', "
-      "'sandglass_finish', 'sandglass_finish_claim', 'sandglass_heartbeat', 'sandglass_sweep') "
+      "'sandglass_finish', 'sandglass_finish_claim', 'sandglass_beat', 'sandglass_sweep', "
+      "'sandglass_record_commits') "
       "ORDER BY total_time DESC");
   pg.query("SELECT pg_stat_reset()");
   std::string out;

@@ -19,7 +19,7 @@
 // by default a quarter of the workers: claim_ahead_for in node_impl.hpp);
 // they wait in the local Runtime's EDF queue, and a worker that frees up takes one at once.
 // Such a job is claimed like any other (a running row of this owner and attempt): a cancel
-// reaches it through held_jobs_, a lost node's sweep queues it again (it has not passed its
+// reaches it through held_runs_, a lost node's sweep queues it again (it has not passed its
 // commit point, it has not even started), the local Runtime drops it unstarted at its deadline
 // with an outcome (written like any), and shutdown drains it like a running job, or gives it
 // back to the queue at the drain deadline (give_back). Claims at insert never claim ahead: with
@@ -119,7 +119,8 @@ void ClusterNode::Impl::claimer_loop(std::stop_token st) {
         }
         std::shared_lock claim_lock{claim_run_mu_, std::defer_lock};
         std::size_t limit = 0;
-        if (!claims_closing_.load(std::memory_order_relaxed)) {
+        // A node whose lease may have lapsed claims nothing (the claim rule checks it too).
+        if (!claims_closing_.load(std::memory_order_relaxed) && lease_.fresh(Clock::now())) {
           claim_lock.lock();
           if (!claiming_stopped_) limit = reserve_workers(config_.claim_batch, /*ahead=*/true);
           if (limit == 0) claim_lock.unlock();
@@ -156,7 +157,7 @@ bool ClusterNode::Impl::exchange(PgSession& db, const std::vector<Finish>& outco
       "FROM sandglass_finish_claim($1, $2, $3::bigint[], $4::int[], $5::text[], $6::text[], "
       "$7::text[], $8::boolean[], $9::text[], $10::text[], $11::bigint[], $12, $13::text[], "
       "$14::bigint[], $15)",
-      {owner_, node_, o.ids, o.attempts, o.states, o.reasons, o.causes, o.committed, o.results,
+      {owner(), node_, o.ids, o.attempts, o.states, o.reasons, o.causes, o.committed, o.results,
        o.errors, o.run_us, std::to_string(limit), served_array_, int_array(tails),
        share ? "t" : "f"},
       /*may_claim=*/limit > 0);
@@ -220,18 +221,21 @@ void ClusterNode::Impl::run_claimed(Claimed job) {
     finished(id, attempt, o);
     return;
   }
+  const RunId run{id, attempt};
   {
-    const auto [work, tail] = estimates(kind_name);  // estimates_mu_, not under held_mu_
-    const TimePoint now = Clock::now();
-    std::lock_guard lock{held_mu_};
-    // A cancel whose NOTIFY came between the claim's commit and this line (cancel_local).
-    const bool cancelled_early = early_cancels_.erase(id) > 0;
-    held_jobs_[id] = Held{.attempt = attempt, .cancel_pending = cancelled_early, .claimed_at = now,
-                          .work = work, .tail = tail};
+    const auto [work, tail] = estimates(kind_name);
+    HeldRuns::Added added = held_runs_.add(run, work, tail);  // a cancel that came first: attach
+    // Older attempts of this job here are stale: the row says this one now.
+    if (!added.stale.empty()) metrics_.stale_runs.Increment(static_cast<double>(added.stale.size()));
+    for (JobHandle& h : added.stale) h.cancel();
   }
-  JobHandler wrapped = [this, id, attempt, inner = std::move(handler)](JobContext& ctx) mutable {
-    mark_started(id);
-    JobCommits commits{*this, id, attempt};  // commit_points.cpp
+  JobHandler wrapped = [this, run, inner = std::move(handler)](JobContext& ctx) mutable {
+    // Nothing starts while this node may have lost its lease (a claimed-ahead job waits in the
+    // local queue meanwhile): it starts once a beat is answered alive, or is cancelled when
+    // the node learns it lost the job.
+    if (!lease_.wait_fresh(ctx)) ctx.checkpoint();
+    held_runs_.started(run, Clock::now());
+    JobCommits commits{*this, run.id, run.attempt};  // commit_points.cpp
     ctx.record_commits_with(&commits);
     struct Forget {  // the recorder ends with this run
       JobContext& ctx;
@@ -247,51 +251,11 @@ void ClusterNode::Impl::run_claimed(Claimed job) {
                .estimate_key = std::move(estimate_key), .admitted = true};
   JobHandle handle = runtime_.submit(std::move(spec), std::move(wrapped),
                                      [this, id, attempt](const Outcome& o) { finished(id, attempt, o); });
-  bool cancel_now = false;
-  {
-    std::lock_guard lock{held_mu_};
-    if (const auto it = held_jobs_.find(id); it != held_jobs_.end() && it->second.attempt == attempt) {
-      it->second.handle = handle;
-      cancel_now = it->second.cancel_pending;
-    }
-  }
-  if (cancel_now) handle.cancel();
-}
-
-void ClusterNode::Impl::mark_started(JobId id) {
-  const TimePoint now = Clock::now();
-  std::lock_guard lock{held_mu_};
-  if (const auto it = held_jobs_.find(id); it != held_jobs_.end() && !it->second.started_at) {
-    it->second.started_at = now;
-  }
+  if (held_runs_.attach(run, handle)) handle.cancel();
 }
 
 void ClusterNode::Impl::cancel_local(JobId id, std::optional<int> attempt) {
-  JobHandle handle;
-  {
-    std::lock_guard lock{held_mu_};
-    const auto it = held_jobs_.find(id);
-    if (attempt && (it == held_jobs_.end() || it->second.attempt != *attempt)) return;  // not that run
-    if (it == held_jobs_.end()) {
-      // Ours (the NOTIFY named this owner) but not started yet: the claim's statement has
-      // committed (DELETE saw the row running) and its thread has not reached run_claimed, or
-      // the job ended already. Remembered for run_claimed; the oldest are forgotten.
-      if (early_cancels_.insert(id).second) {
-        early_order_.push_back(id);
-        if (early_order_.size() > kEarlyCancels) {
-          early_cancels_.erase(early_order_.front());
-          early_order_.pop_front();
-        }
-      }
-      return;
-    }
-    if (!it->second.handle) {
-      it->second.cancel_pending = true;
-      return;
-    }
-    handle = it->second.handle;
-  }
-  handle.cancel();  // cause caller; its on_cancel callbacks run on this thread
+  for (JobHandle& h : held_runs_.cancel(id, attempt)) h.cancel();  // cause caller, on this thread
 }
 
 }  // namespace sandglass::daemon::cluster

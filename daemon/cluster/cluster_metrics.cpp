@@ -50,6 +50,15 @@ ClusterMetrics::ClusterMetrics()
       commit_refused{counter(*registry_, "sandglass_cluster_commit_points_refused_total",
                              "Commit points refused: the job was asked to cancel, or was no "
                              "longer this node's attempt (the job is cancelled)")},
+      stale_runs{counter(*registry_, "sandglass_cluster_stale_runs_cancelled_total",
+                         "Runs this node cancelled because it claimed a newer attempt of their job "
+                         "(their rows say the newer attempt)")},
+      leases_lost{counter(*registry_, "sandglass_cluster_leases_lost_total",
+                          "Times this node found its lease lost (its heartbeat's answer) and "
+                          "rejoined as a new incarnation")},
+      fenced_runs{counter(*registry_, "sandglass_cluster_fenced_runs_total",
+                          "Runs this node cancelled because it lost its lease (their jobs are no "
+                          "longer its own)")},
       claim_latency{histogram(*registry_, "sandglass_cluster_claim_seconds",
                               "Time of one claim statement (with the outcomes it writes), as this "
                               "node waits for it",

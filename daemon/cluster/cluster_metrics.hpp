@@ -1,7 +1,7 @@
 // cluster_metrics.hpp (private) — `ClusterMetrics`, the Prometheus series of one cluster node
 // (README, "Cluster": claims, claimed jobs, claim latency and batch size, jobs retired at claim,
 // stale outcomes, jobs taken back from lost nodes or lost claim answers, notify lag, database errors,
-// finished records forgotten, commit points recorded).
+// finished records forgotten, commit points recorded, runs cancelled by fencing).
 //
 //   ClusterMetrics m;
 //   m.claims.Increment();
@@ -48,6 +48,9 @@ class ClusterMetrics {
   prometheus::Counter& forgotten;
   prometheus::Counter& commit_points;
   prometheus::Counter& commit_refused;
+  prometheus::Counter& stale_runs;
+  prometheus::Counter& leases_lost;
+  prometheus::Counter& fenced_runs;
   prometheus::Histogram& claim_latency;
   prometheus::Histogram& batch_size;
   prometheus::Histogram& notify_lag;

@@ -8,19 +8,22 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <algorithm>
-#include <random>
 
 namespace sandglass::daemon::cluster {
 namespace {
 
-std::string random_suffix() {
-  std::random_device rd;
-  return fmt::format("{:08x}", rd());
+// This host's name and the port of `listen_address` (HOST:PORT, the bound port): one name per
+// node of a cluster, where the listen address is often 0.0.0.0:PORT on every host.
+std::string default_node_name(const std::string& listen_address) {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') return listen_address;
+  return std::string{host} + listen_address.substr(listen_address.rfind(':'));
 }
 
 }  // namespace
-
 ClusterNode::Impl::Impl(const DaemonConfig& config, const KindRegistry& kinds, Runtime& runtime)
     : config_{*config.cluster}, budget_{config.runtime.budget}, kinds_{kinds},
       runtime_{runtime}, workers_{config.runtime.workers},
@@ -31,7 +34,8 @@ ClusterNode::Impl::Impl(const DaemonConfig& config, const KindRegistry& kinds, R
                          .window = config.runtime.estimate_window,
                          .max_age = config.runtime.estimate_max_age,
                          .age_in_runs = config.runtime.estimate_age_in_runs},
-      keep_records_{std::max<std::chrono::milliseconds>(config.records.keep, kLeastKeep)} {
+      keep_records_{std::max<std::chrono::milliseconds>(config.records.keep, kLeastKeep)},
+      lease_{{.lease = config.cluster->lease, .margin = config.cluster->lease / 4}} {
   if (config_.kinds.empty()) {
     served_ = kinds_.names();
   } else {
@@ -53,14 +57,10 @@ ClusterNode::Impl::Impl(const DaemonConfig& config, const KindRegistry& kinds, R
 }
 
 void ClusterNode::Impl::start(const std::string& listen_address) {
-  node_ = config_.node.empty() ? listen_address : config_.node;
-  owner_ = node_ + "/" + random_suffix();
-  PgSession& db = *main_db_;
-  db.exec("INSERT INTO sandglass_nodes (owner, node, workers, capacity) VALUES ($1, $2, $3, $4)",
-          {owner_, node_, std::to_string(workers_), std::to_string(capacity_)});
-  // An earlier incarnation of this node (killed, restarted) is gone: its jobs are swept now.
-  db.exec("UPDATE sandglass_nodes SET heartbeat_at = '-infinity' WHERE node = $1 AND owner <> $2",
-          {node_, owner_});
+  node_ = config_.node.empty() ? default_node_name(listen_address) : config_.node;
+  // A live incarnation of this name refuses the start (ConfigError); earlier ones are gone:
+  // their jobs are swept (sandglass_join).
+  join(*main_db_);
   db_ok_.store(true, std::memory_order_relaxed);
   listener_ = std::jthread{[this](std::stop_token st) { listener_loop(st); }};
   // No job is inserted before the listener listens: a waiter can then rely on the NOTIFY.
@@ -69,10 +69,11 @@ void ClusterNode::Impl::start(const std::string& listen_address) {
     intake_.emplace_back([this](std::stop_token st) { intake_loop(st); });
   }
   heartbeat_ = std::jthread{[this](std::stop_token st) { heartbeat_loop(st); }};
+  maintenance_ = std::jthread{[this](std::stop_token st) { maintenance_loop(st); }};
   claimer_ = std::jthread{[this](std::stop_token st) { claimer_loop(st); }};
   committer_ = std::jthread{[this](std::stop_token st) { commit_loop(st); }};
   started_ = true;
-  spdlog::info("cluster node {} joined (owner {}), claiming kinds: {}", node_, owner_,
+  spdlog::info("cluster node {} joined (owner {}), claiming kinds: {}", node_, owner(),
                fmt::join(served_, ", "));
 }
 
@@ -102,9 +103,8 @@ void ClusterNode::Impl::stop(Duration flush_for) {
   } catch (const PgError& e) {
     db_failed(e, "giving back unstarted jobs");
   }
-  heartbeat_.request_stop();
-  heartbeat_cv_.notify_all();
-  heartbeat_ = {};
+  heartbeat_ = {};    // requests stop and joins
+  maintenance_ = {};
   committer_ = {};  // requests stop and joins (the runtime has drained: no handler waits)
   for (auto& t : intake_) t.request_stop();
   intake_cv_.notify_all();
@@ -139,7 +139,7 @@ void ClusterNode::Impl::stop(Duration flush_for) {
   }
   try {
     if (main_db_ && !main_db_->broken()) {
-      main_db_->exec("DELETE FROM sandglass_nodes WHERE owner = $1", {owner_});
+      main_db_->exec("DELETE FROM sandglass_nodes WHERE owner = $1", {owner()});
     }
   } catch (const PgError& e) {
     spdlog::warn("cluster: leaving: {}", e.what());
@@ -157,6 +157,10 @@ void ClusterNode::Impl::ensure(std::optional<PgSession>& db) {
   if (db && !db->broken()) return;
   db.reset();
   db.emplace(PgSession::open(config_.conninfo));
+  // Named after this incarnation: a sweep that judges it lost ends its sessions.
+  if (const std::string owner = this->owner(); !owner.empty()) {
+    db->exec("SELECT set_config('application_name', sandglass_session_name($1), false)", {owner});
+  }
 }
 
 void ClusterNode::Impl::db_failed(const PgError& e, std::string_view where) {

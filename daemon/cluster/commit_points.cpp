@@ -10,7 +10,7 @@
 // owner's and attempt's, is refused and cancelled here (cause caller).
 #include "daemon/cluster/node_impl.hpp"
 
-#include <unordered_set>
+#include <set>
 
 namespace sandglass::daemon::cluster {
 
@@ -85,24 +85,29 @@ void ClusterNode::Impl::commit_loop(std::stop_token st) {
     }
     try {
       ensure(db);
-      const PgRows marked = db->exec("SELECT sandglass_record_commits($1, $2::bigint[], $3::int[])",
-                                     {owner_, int_array(ids), int_array(attempts)});
-      std::unordered_set<JobId> recorded;
-      for (int r = 0; r < marked.rows(); ++r) recorded.insert(static_cast<JobId>(marked.integer(r, 0)));
-      std::vector<std::pair<JobId, int>> refused;
+      const PgRows marked = db->exec(
+          "SELECT id, attempt FROM sandglass_record_commits($1, $2::bigint[], $3::int[])",
+          {owner(), int_array(ids), int_array(attempts)});
+      // Runs, not jobs: two attempts of one job in this batch (a stale run here and the newer
+      // one) get the answer of their own attempt.
+      std::set<RunId> recorded;
+      for (int r = 0; r < marked.rows(); ++r) {
+        recorded.insert({static_cast<JobId>(marked.integer(r, 0)), static_cast<int>(marked.integer(r, 1))});
+      }
+      std::vector<RunId> refused;
       {
         std::lock_guard lock{commit_mu_};
         for (auto& r : batch) {
-          r->answer = recorded.contains(r->id) ? CommitAnswer::recorded : CommitAnswer::refused;
-          if (r->answer == CommitAnswer::refused) refused.emplace_back(r->id, r->attempt);
+          const RunId run{r->id, r->attempt};
+          r->answer = recorded.contains(run) ? CommitAnswer::recorded : CommitAnswer::refused;
+          if (r->answer == CommitAnswer::refused) refused.push_back(run);
         }
       }
       commit_done_cv_.notify_all();
       // On this thread, as any cancelling thread: the job's on_cancel callbacks run here, not on
       // the handler's thread inside its commit(). Only the refused attempt's run: a newer
-      // attempt of the job here (taken back, claimed again) is not touched; an older run whose
-      // entry it replaced is not cancelled, but its commit() throws all the same.
-      for (const auto& [id, attempt] : refused) cancel_local(id, attempt);
+      // attempt of the job here is not touched.
+      for (const RunId& run : refused) cancel_local(run.id, run.attempt);
     } catch (const PgError& e) {
       db_failed(e, "recording commit points");
       db.reset();

@@ -1,13 +1,55 @@
-// The heartbeat thread of a cluster node (node_impl.hpp): says the node is alive, sweeps lost
-// nodes' jobs (sandglass_sweep), retires expired heads while every worker is busy and forgets
-// finished records past records.keep_ms (sandglass_forget). Commit points are written before
-// they are passed, by the commit thread (commit_points.cpp).
+// The heartbeat thread of a cluster node (node_impl.hpp): says the node is alive and learns
+// whether it still holds its lease (sandglass_beat, migrations/012_fencing.sql). An answer
+// "alive" renews the lease as the node knows it (node_lease.hpp); an answer "lost" means a
+// sweep has taken this incarnation's jobs: the node cancels every run it holds and joins again
+// as a new incarnation. The beat shares its thread and session with nothing else (the sweep,
+// expiry and forget passes are maintenance.cpp's; commit points are commit_points.cpp's).
 #include "daemon/cluster/job_rows.hpp"
 #include "daemon/cluster/node_impl.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <random>
+
 namespace sandglass::daemon::cluster {
+namespace {
+
+std::string random_suffix() {
+  std::random_device rd;
+  return fmt::format("{:08x}", rd());
+}
+
+}  // namespace
+
+void ClusterNode::Impl::join(PgSession& db) {
+  const std::string owner = node_ + "/" + random_suffix();
+  const TimePoint sent = Clock::now();
+  const PgRows refused = db.exec("SELECT sandglass_join($1, $2, $3::int, $4::int, $5::bigint)",
+                                 {owner, node_, std::to_string(workers_), std::to_string(capacity_),
+                                  std::to_string(config_.lease.count())});
+  if (!refused.null(0, 0)) {
+    throw ConfigError{"cluster.node",
+                      fmt::format("node name \"{}\" is in use by a live node (owner {}, beating "
+                                  "within its lease): give each node its own name",
+                                  node_, refused.text(0, 0))};
+  }
+  lease_.begin(owner, sent);
+}
+
+void ClusterNode::Impl::lease_lost(PgSession& db) {
+  const std::string lost = owner();
+  std::vector<JobHandle> runs = held_runs_.cancel_all();
+  metrics_.leases_lost.Increment();
+  metrics_.fenced_runs.Increment(static_cast<double>(runs.size()));
+  spdlog::error("cluster: this node lost its lease (owner {}): its jobs were taken back; {} run(s) "
+                "held here cancelled; joining again as a new incarnation",
+                lost, runs.size());
+  for (JobHandle& h : runs) h.cancel();  // cause caller; their outcomes are stale
+  join(db);
+  spdlog::info("cluster node {} joined again (owner {})", node_, owner());
+  wake_claimer();
+}
 
 void ClusterNode::Impl::heartbeat_loop(std::stop_token st) {
   std::optional<PgSession> db;
@@ -21,30 +63,20 @@ void ClusterNode::Impl::heartbeat_loop(std::stop_token st) {
     const TimePoint now = Clock::now();
     // What this node runs, for cluster admission (migrations/006_running_work.sql): the jobs it
     // holds and their expected rest, as a lone daemon's admission counts its run slots.
-    std::int64_t busy = 0;
-    Duration running_rest{};
-    {
-      std::lock_guard lock{held_mu_};
-      for (auto& [id, h] : held_jobs_) {
-        ++busy;
-        // A job claimed ahead, still in the local queue, has all its work ahead.
-        running_rest +=
-            h.started_at ? std::max(*h.started_at + h.tail - now, Duration::zero()) : h.work;
-      }
-    }
+    const auto [busy, running_rest] = held_runs_.load(now);
     try {
       ensure(db);
-      const PgRows alive = db->exec(  // no commit points: commit_points.cpp writes them
-          "SELECT sandglass_heartbeat($1, '{}'::bigint[], '{}'::int[], $2::int, $3::bigint)",
-          {owner_, std::to_string(busy), std::to_string(us_of(running_rest))});
-      if (!alive.boolean(0, 0)) {  // our row was removed: come back
-        db->exec("INSERT INTO sandglass_nodes (owner, node, workers, capacity) VALUES ($1, $2, $3, $4) "
-                 "ON CONFLICT (owner) DO UPDATE SET heartbeat_at = clock_timestamp()",
-                 {owner_, node_, std::to_string(workers_), std::to_string(capacity_)});
+      const TimePoint sent = Clock::now();
+      const PgRows alive = db->exec(
+          "SELECT sandglass_beat($1, $2::bigint, $3::int, $4::bigint)",
+          {owner(), std::to_string(config_.lease.count()), std::to_string(busy),
+           std::to_string(us_of(running_rest))});
+      if (alive.boolean(0, 0)) {
+        lease_.acknowledged(sent);
+      } else {
+        lease_lost(*db);
       }
       next_beat = now + config_.heartbeat;
-      sweep(*db);
-      forget_records(*db);
       db_ok_.store(true, std::memory_order_relaxed);
     } catch (const PgError& e) {
       if (db_ok_.exchange(false, std::memory_order_relaxed)) {
@@ -53,36 +85,11 @@ void ClusterNode::Impl::heartbeat_loop(std::stop_token st) {
       db_failed(e, "heartbeat");
       db.reset();
       next_beat = Clock::now() + kReconnectBackoff;
+    } catch (const ConfigError& e) {
+      spdlog::error("cluster: cannot join again: {}", e.what());
+      next_beat = Clock::now() + config_.heartbeat;
     }
   }
-}
-
-void ClusterNode::Impl::sweep(PgSession& db) {
-  const std::vector<std::int64_t> tails = served_tails();
-  const PgRows swept = db.exec("SELECT requeued, lost FROM sandglass_sweep($1, $2, $3::text[], $4::bigint[])",
-                               {node_, std::to_string(config_.lease.count()), served_array_,
-                                int_array(tails)});
-  if (swept.rows() > 0 && (swept.integer(0, 0) > 0 || swept.integer(0, 1) > 0)) {
-    metrics_.reclaimed.Increment(static_cast<double>(swept.integer(0, 0)));
-    metrics_.lost.Increment(static_cast<double>(swept.integer(0, 1)));
-    spdlog::warn("cluster: took back the jobs of a lost node: {} queued again, {} ended node_lost",
-                 swept.integer(0, 0), swept.integer(0, 1));
-    wake_claimer();
-  }
-  // Expired heads end even while every worker is busy (a claim of zero jobs retires them).
-  const PgRows retired = db.exec(
-      "SELECT retired FROM sandglass_claim($1, $2, 0, $3::text[], $4::bigint[]) WHERE retired > 0",
-      {owner_, node_, served_array_, int_array(tails)});
-  if (retired.rows() > 0) metrics_.retired.Increment(static_cast<double>(retired.integer(0, 0)));
-}
-
-void ClusterNode::Impl::forget_records(PgSession& db) {
-  const TimePoint now = Clock::now();
-  if (now < next_forget_) return;
-  next_forget_ = now + kForgetEvery;
-  const PgRows forgotten = db.exec("SELECT sandglass_forget($1, $2)",
-                                   {std::to_string(keep_records_.count()), std::to_string(kForgetBatch)});
-  metrics_.forgotten.Increment(static_cast<double>(forgotten.integer(0, 0)));
 }
 
 }  // namespace sandglass::daemon::cluster

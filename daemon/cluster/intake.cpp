@@ -229,7 +229,7 @@ void ClusterNode::Impl::insert(PgSession& db, std::vector<Pending>& batch) {
       "SELECT ord, job_id, verdict, remaining_us FROM sandglass_submit_claim($1, $2, $3, "
       "$4::text[], $5::text[], $6::text[], $7::smallint[], $8::text[], $9::text[], "
       "$10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14, $15::boolean[])",
-      {node_, owner_, std::to_string(reserved), served_array_, text_array(kinds), text_array(args),
+      {node_, owner(), std::to_string(reserved), served_array_, text_array(kinds), text_array(args),
        int_array(priorities), text_array(keys), text_array(fingerprints), int_array(remaining),
        int_array(budgets), int_array(works), int_array(tails),
        std::to_string(config_.lease.count()), text_array(waits)},

@@ -53,7 +53,7 @@ void ClusterNode::Impl::listener_loop(std::stop_token st) {
           answer_all_terminal(*db);
           const PgRows asked = db->exec(
               "SELECT id FROM sandglass_jobs WHERE owner = $1 AND state = 'running' AND cancel_requested",
-              {owner_});
+              {owner()});
           for (int r = 0; r < asked.rows(); ++r) cancel_local(static_cast<JobId>(asked.integer(r, 0)));
         }
         resync = true;
@@ -87,7 +87,7 @@ void ClusterNode::Impl::handle_notifications(PgSession& db, const std::vector<No
     if (n.channel == "sandglass_cancel") {  // "ID OWNER"
       const std::size_t sp = n.payload.find(' ');
       const auto id = parse_int(std::string_view{n.payload}.substr(0, sp));
-      if (id && sp != std::string::npos && std::string_view{n.payload}.substr(sp + 1) == owner_) {
+      if (id && sp != std::string::npos && std::string_view{n.payload}.substr(sp + 1) == owner()) {
         cancel_local(static_cast<JobId>(*id));
       }
       continue;

@@ -72,18 +72,21 @@ void ClusterNode::Impl::end_orphans(PgSession& db, const std::vector<PgSession::
 
 void ClusterNode::Impl::take_back_unheld(PgSession& db, const std::vector<Finish>& carried) {
   // Exclusive: no claim of this node is in flight, so each claim that reached this node has
-  // put its jobs in held_jobs_ (run_claimed) or, once ended, in an outcome not yet written.
+  // put its runs in held_runs_ (run_claimed) or, once ended, in an outcome not yet written.
   std::unique_lock no_claims{claim_run_mu_};
-  std::vector<std::int64_t> known;
-  {
-    std::lock_guard lock{held_mu_};  // before outcomes_: a job that ends moves from here to there
-    for (const auto& [id, held] : held_jobs_) known.push_back(static_cast<std::int64_t>(id));
-  }
+  // Runs, not jobs: a stale attempt held here does not make the row's newer one known.
+  std::vector<std::int64_t> known_ids;
+  std::vector<std::int64_t> known_attempts;
+  const auto know = [&](JobId id, int attempt) {
+    known_ids.push_back(static_cast<std::int64_t>(id));
+    known_attempts.push_back(attempt);
+  };
+  for (const RunId& run : held_runs_.runs()) know(run.id, run.attempt);  // before outcomes_: see finished()
   {
     std::lock_guard lock{claim_mu_};
-    for (const Finish& f : outcomes_) known.push_back(static_cast<std::int64_t>(f.id));
+    for (const Finish& f : outcomes_) know(f.id, f.attempt);
   }
-  for (const Finish& f : carried) known.push_back(static_cast<std::int64_t>(f.id));
+  for (const Finish& f : carried) know(f.id, f.attempt);
   std::vector<PgSession::Backend> orphans;
   {
     std::lock_guard lock{orphans_mu_};
@@ -93,9 +96,10 @@ void ClusterNode::Impl::take_back_unheld(PgSession& db, const std::vector<Finish
   try {
     end_orphans(db, orphans);
     const PgRows taken = db.exec(
-        "SELECT requeued, lost FROM sandglass_take_back_unheld($1, $2, $3::bigint[], $4::text[], "
-        "$5::bigint[])",
-        {owner_, node_, int_array(known), served_array_, int_array(served_tails())});
+        "SELECT requeued, lost FROM sandglass_take_back_unheld($1, $2, $3::bigint[], $4::int[], "
+        "$5::text[], $6::bigint[])",
+        {owner(), node_, int_array(known_ids), int_array(known_attempts), served_array_,
+         int_array(served_tails())});
     const std::int64_t requeued = taken.integer(0, 0);
     const std::int64_t lost = taken.integer(0, 1);
     metrics_.take_backs.Increment();

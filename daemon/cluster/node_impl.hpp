@@ -10,7 +10,8 @@
 //   listener.cpp        LISTEN/NOTIFY: waiters answered, cancels, claimer wake-ups
 //   commit_points.cpp   a handler's commit() waits until its row says committed (the commit
 //                       thread writes the marks)
-//   heartbeat.cpp       heartbeat, the sweep of lost nodes, expired heads, forgotten records
+//   heartbeat.cpp       heartbeat: the lease kept, or lost and a new incarnation joined
+//   maintenance.cpp     the sweep of lost nodes, expired heads, forgotten records
 //   lost_claims.cpp     after a claiming statement failed: the claims it may have committed
 //                       unseen are taken back
 // The rules themselves are SQL (migrations/, see cluster_node.hpp).
@@ -20,6 +21,8 @@
 
 #include "daemon/cluster/cluster_metrics.hpp"
 #include "daemon/cluster/cluster_node.hpp"
+#include "daemon/cluster/held_runs.hpp"
+#include "daemon/cluster/node_lease.hpp"
 #include "daemon/cluster/pg_session.hpp"
 #include "daemon/cluster/run_time_sharing.hpp"
 #include "daemon/cluster/wake_fd.hpp"
@@ -50,7 +53,6 @@ inline constexpr std::chrono::seconds kOrphanWait{5};  // most a take-back waits
 inline constexpr std::size_t kFinishBatch = 512;      // most outcomes one statement writes
 inline constexpr std::size_t kSubmitBatch = 128;      // most submissions one statement inserts
 inline constexpr std::size_t kRecentOutcomes = 8192;  // outcome ids remembered for late waiters
-inline constexpr std::size_t kEarlyCancels = 1024;    // cancels remembered for jobs not yet started
 inline constexpr std::size_t kMostAhead = 16;         // most jobs a node claims beyond its workers
 // Finished records (010_forget_records.sql): looked for this often, at most kForgetBatch rows a
 // time, and kept at least kLeastKeep (a waiter reads its record after the outcome's NOTIFY).
@@ -106,19 +108,6 @@ class ClusterNode::Impl {
     Respond on_failure;  // answers 503 when the database cannot be reached; may be empty
   };
 
-  struct Held {
-    int attempt = 0;
-    JobHandle handle;
-    bool cancel_pending = false;    // a cancel came before the handle
-    TimePoint claimed_at{};
-    // What the heartbeat reports as this job's rest (heartbeat.cpp): before it starts (it may
-    // wait in the local queue, claimed ahead), the kind's central estimate; once started, its
-    // start + the kind's tail estimate - now.
-    Duration work{};
-    Duration tail{};
-    std::optional<TimePoint> started_at;
-  };
-
   struct Finish {
     JobId id;
     int attempt;
@@ -141,7 +130,8 @@ class ClusterNode::Impl {
   };
 
   // ---- lifecycle, shared helpers (cluster_node.cpp)
-  // Opens `db` if it has no usable session. Throws PgError.
+  // Opens `db` if it has no usable session, named after this incarnation (sandglass_session_name).
+  // Throws PgError.
   void ensure(std::optional<PgSession>& db);
   void db_failed(const PgError& e, std::string_view where);
   static HttpResponse unreachable();
@@ -215,9 +205,9 @@ class ClusterNode::Impl {
   void release_workers(std::size_t n, bool for_claimer) noexcept;
   // Starts a claimed job on a worker reserved for it.
   void run_claimed(Claimed job);
-  void mark_started(JobId id);  // its handler runs
   // Cancels the job `id` this node runs (cause caller): the run of `attempt` only, when given;
-  // without it, also one not started yet (remembered for run_claimed).
+  // without it, every run of the job here, also one not started yet (remembered for
+  // run_claimed: HeldRuns::cancel).
   void cancel_local(JobId id, std::optional<int> attempt = std::nullopt);
 
   // ---- lost claims (lost_claims.cpp)
@@ -284,8 +274,22 @@ class ClusterNode::Impl {
   bool record_commit(JobId id, int attempt, const JobContext& ctx);
   void commit_loop(std::stop_token st);
 
+  // The current incarnation's owner (lease_).
+  std::string owner() const { return lease_.owner(); }
+
   // ---- heartbeat (heartbeat.cpp)
   void heartbeat_loop(std::stop_token st);
+  // Writes a new incarnation's row (sandglass_join) and makes it this node's. Throws PgError;
+  // throws ConfigError when a live incarnation of node_ holds the name.
+  void join(PgSession& db);
+  // The heartbeat's answer said lost: every run held here is cancelled (claimed-ahead ones
+  // too; none of them is this node's any more) and the node joins as a new incarnation.
+  // Throws PgError, ConfigError (join).
+  void lease_lost(PgSession& db);
+
+  // ---- maintenance (maintenance.cpp): the sweep of lost nodes, expired heads, forgotten
+  // records; on a thread and session of their own, so that none of them delays a beat.
+  void maintenance_loop(std::stop_token st);
   void sweep(PgSession& db);
   void forget_records(PgSession& db);  // the finished records older than keep_records_
 
@@ -299,11 +303,12 @@ class ClusterNode::Impl {
   const std::size_t capacity_;
   const ServiceTimeEstimatorOptions estimator_options_;
   const std::chrono::milliseconds keep_records_;  // records.keep_ms, at least kLeastKeep
-  TimePoint next_forget_{};                       // the heartbeat thread's
+  TimePoint next_forget_{};                       // the maintenance thread's
   std::vector<std::string> served_;
   std::string served_array_;  // served_ as a text array parameter
   std::string node_;
-  std::string owner_;  // node + "/" + a random incarnation: the fencing owner
+  // This incarnation (owner: node + "/" + a random suffix, the fencing owner) and its lease.
+  NodeLease lease_;
   std::optional<PgSession> main_db_;
   bool started_ = false;
   bool stopped_ = false;
@@ -363,17 +368,16 @@ class ClusterNode::Impl {
   // be inside that statement's transaction (lost_claims.cpp). Guarded by orphans_mu_.
   std::vector<PgSession::Backend> orphans_;
 
-  std::mutex held_mu_;
-  std::unordered_map<JobId, Held> held_jobs_;  // guarded by held_mu_
-  std::unordered_set<JobId> early_cancels_;    // guarded by held_mu_: see cancel_local
-  std::deque<JobId> early_order_;              // guarded by held_mu_: early_cancels_, oldest first
+  HeldRuns held_runs_;  // the runs of claimed jobs without a queued outcome (held_runs.hpp)
 
   std::mutex lag_mu_;
   // Announced outcomes of this node not yet heard back (the notify lag). Guarded by lag_mu_.
   std::unordered_map<JobId, TimePoint> finish_sent_;
 
-  std::mutex heartbeat_mu_;
+  std::mutex heartbeat_mu_;  // guards nothing: heartbeat_cv_'s
   std::condition_variable_any heartbeat_cv_;
+  std::mutex maintenance_mu_;  // guards nothing: maintenance_cv_'s
+  std::condition_variable_any maintenance_cv_;
 
   std::mutex commit_mu_;
   std::condition_variable_any commit_cv_;       // the commit thread waits for requests
@@ -385,6 +389,7 @@ class ClusterNode::Impl {
   std::jthread listener_;
   std::vector<std::jthread> intake_;
   std::jthread heartbeat_;
+  std::jthread maintenance_;
   std::jthread claimer_;
   std::jthread committer_;
 };

@@ -11,13 +11,6 @@
 namespace sandglass::daemon::cluster {
 
 void ClusterNode::Impl::finished(JobId id, int attempt, const Outcome& o) {
-  {
-    std::lock_guard lock{held_mu_};
-    // Only this attempt's entry: a job taken back from this node may be claimed by it again.
-    if (const auto it = held_jobs_.find(id); it != held_jobs_.end() && it->second.attempt == attempt) {
-      held_jobs_.erase(it);
-    }
-  }
   // Only a shutdown's drain deadline removes a queued job with cause shutdown: a job claimed
   // (ahead, or just before stop_claiming) that this node never started.
   const bool give_back = o.reason == Reason::cancelled_in_queue && o.cause == CancelCause::shutdown;
@@ -31,6 +24,9 @@ void ClusterNode::Impl::finished(JobId id, int attempt, const Outcome& o) {
     claim_wanted_ = true;
     held_.fetch_sub(1, std::memory_order_relaxed);
   }
+  // Removed from the held runs only once its outcome is queued: take_back_unheld reads the held
+  // runs first and the queued outcomes second, so it finds the run in one of them.
+  held_runs_.remove({id, attempt});
   claim_cv_.notify_all();
 }
 
@@ -99,7 +95,7 @@ void ClusterNode::Impl::give_back(PgSession& db) {
       const PgRows mine = db.exec(
           "SELECT 1 FROM sandglass_jobs WHERE id = $1 AND attempt = $2 AND owner = $3 AND "
           "state = 'running' FOR UPDATE",
-          {std::to_string(f.id), std::to_string(f.attempt), owner_});
+          {std::to_string(f.id), std::to_string(f.attempt), owner()});
       if (mine.rows() > 0) {
         const PgRows taken = db.exec("SELECT sandglass_take_back($1, $2, $3::text[], $4::bigint[], $5)",
                                      {node_, std::to_string(f.id), served_array_, tails, why});

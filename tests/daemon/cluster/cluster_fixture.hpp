@@ -12,6 +12,8 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <map>
 #include <memory>
 #include <string>
@@ -44,7 +46,7 @@ kinds = [{}]
                        workers, runtime, pg.conninfo(), kHeartbeatMs, kLeaseMs, list, cluster);
   }
 
-  // Starts a node; its name is "127.0.0.1:PORT".
+  // Starts a node; its name is "HOST:PORT" (name_of).
   DaemonProcess& node(const std::vector<std::string>& kinds, int workers = 2,
                       const std::string& runtime = {}, const std::string& cluster = {}) {
     const std::string path = write_temp_file("cluster.toml", config(kinds, workers, runtime, cluster));
@@ -52,8 +54,11 @@ kinds = [{}]
     return *nodes.back();
   }
 
+  // A node's default name: this host's name and the node's bound port.
   static std::string name_of(const DaemonProcess& d) {
-    return "127.0.0.1:" + std::to_string(d.port());
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    return std::string{host} + ":" + std::to_string(d.port());
   }
 
   // The node (still in `nodes`) whose name is `name`; nullptr if none.

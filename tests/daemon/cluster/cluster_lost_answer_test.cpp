@@ -80,8 +80,8 @@ TEST_CASE("a claim whose connection broke while its transaction went on is ended
       "INSERT INTO sandglass_jobs (kind, args, priority, budget_us, deadline) VALUES ('sleep', "
       "'{\"ms\":5}', 2, 60000000, clock_timestamp() + interval '60 s') RETURNING id");
   c.pg.execute("NOTIFY sandglass_queued, 'sleep'");
-  const std::string waiting = "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
-                              "'sandglassd-cluster' AND wait_event_type = 'Lock'";
+  const std::string waiting = "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE "
+                              "'sandglassd %' AND wait_event_type = 'Lock'";
   REQUIRE(eventually([&] { return c.pg.scalar(waiting) == "1"; }, 20s));
 
   // The node loses its connections; PostgreSQL's processes behind them go on.
@@ -118,7 +118,7 @@ TEST_CASE("claims whose answer was lost are taken back after the reconnect: run 
 
   // Every session of the node drops, as when the answer of a committed claim is lost.
   c.pg.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-               "WHERE application_name = 'sandglassd-cluster'");
+               "WHERE application_name LIKE 'sandglassd %' OR application_name = 'sandglassd-cluster'");
 
   CAPTURE(a.log());
   REQUIRE(eventually([&] { return state_now(a.port(), runnable) == "completed"; }, 30s));
@@ -157,12 +157,12 @@ TEST_CASE("a lost claim whose row another transaction holds during the take-back
   holder.exec("BEGIN");
   holder.exec("SELECT id FROM sandglass_jobs WHERE id = " + std::to_string(id) + " FOR UPDATE");
   c.pg.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-               "WHERE application_name = 'sandglassd-cluster'");
+               "WHERE application_name LIKE 'sandglassd %' OR application_name = 'sandglassd-cluster'");
   // The take-back has run past the row, or waits for it.
   REQUIRE(eventually([&] {
     return metric(a.port(), "sandglass_cluster_take_backs_total") >= 1 ||
-           c.pg.scalar("SELECT count(*) FROM pg_stat_activity WHERE application_name = "
-                       "'sandglassd-cluster' AND wait_event_type = 'Lock'") != "0";
+           c.pg.scalar("SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE "
+                       "'sandglassd %' AND wait_event_type = 'Lock'") != "0";
   }, 30s));
   holder.exec("COMMIT");
 
