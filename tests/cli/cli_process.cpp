@@ -1,6 +1,7 @@
 #include "cli_process.hpp"
 
 #include "temp_files.hpp"
+#include "test_paths.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -18,7 +19,7 @@ namespace sandglass::testing {
 
 CliProcess::CliProcess(const std::vector<std::string>& args, const std::vector<std::string>& env)
     : out_path_{temp_path("out.txt")}, err_path_{temp_path("err.txt")} {
-  std::vector<std::string> argv_strings{SANDGLASS_CLI_PATH};
+  std::vector<std::string> argv_strings{kSandglassCliPath};
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (std::string& s : argv_strings) argv.push_back(s.data());

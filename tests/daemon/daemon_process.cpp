@@ -1,5 +1,6 @@
 #include "daemon_process.hpp"
 #include "temp_files.hpp"
+#include "test_paths.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -31,7 +32,7 @@ namespace {
 pid_t spawn(const std::vector<std::string>& args, int out_fd, const std::string& err_path,
             const std::vector<std::string>& launcher = {}) {
   std::vector<std::string> argv_strings = launcher;
-  argv_strings.push_back(SANDGLASSD_PATH);
+  argv_strings.push_back(kSandglassdPath);
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (std::string& s : argv_strings) argv.push_back(s.data());

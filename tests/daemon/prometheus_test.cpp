@@ -2,6 +2,7 @@
 // sandglassd every second; the test reads the series back through Prometheus's own HTTP query
 // API. Also checks the shipped deploy/prometheus files with promtool. Only 127.0.0.1 is used.
 #include "daemon_test_support.hpp"
+#include "test_paths.hpp"
 
 #include <doctest/doctest.h>
 
@@ -30,7 +31,7 @@ namespace {
 
 constexpr const char* kPrometheus = "/usr/bin/prometheus";
 constexpr const char* kPromtool = "/usr/bin/promtool";
-const std::string kDeploy = std::string{SANDGLASS_SOURCE_DIR} + "/deploy/prometheus";
+const std::string kDeploy = sandglass::testing::source_path("deploy/prometheus");
 
 std::string slurp(const fs::path& path) {
   std::ifstream in{path};

@@ -1,6 +1,7 @@
 // Integration tests of sandglassd's life: command line, config errors, drain on SIGTERM, exec
 // commands that resist, the metrics it exposes.
 #include "daemon_test_support.hpp"
+#include "test_paths.hpp"
 
 #include <doctest/doctest.h>
 
@@ -71,7 +72,7 @@ TEST_SUITE("sandglassd command line") {
 
   TEST_CASE("check-config accepts the shipped default config" * doctest::timeout(60)) {
     const RunResult r = run_sandglassd(
-        {"--config", SANDGLASS_SOURCE_DIR "/daemon/config/sandglassd.toml", "--check-config"});
+        {"--config", sandglass::testing::source_path("daemon/config/sandglassd.toml"), "--check-config"});
     CHECK(r.exit_code == 0);
   }
 

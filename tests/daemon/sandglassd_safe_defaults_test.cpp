@@ -1,6 +1,7 @@
 // Safe defaults of the real sandglassd: exec and forward reach only what the config names, no
 // secret or request content reaches the log, and the daemon runs as an unprivileged user.
 #include "daemon_test_support.hpp"
+#include "test_paths.hpp"
 
 #include <doctest/doctest.h>
 
@@ -214,8 +215,9 @@ TEST_SUITE("sandglassd safe defaults") {
                                              "--clear-groups", "--no-new-privs", "--"};
     std::string probe;
     for (const std::string& part : as_nobody) probe += part + " ";
-    if (std::system((probe + "/usr/bin/test -x " SANDGLASSD_PATH).c_str()) != 0) {
-      MESSAGE("skipped: nobody cannot reach " SANDGLASSD_PATH " (a folder on the way is private)");
+    if (std::system((probe + "/usr/bin/test -x " + sandglass::testing::kSandglassdPath).c_str()) != 0) {
+      MESSAGE("skipped: nobody cannot reach " << sandglass::testing::kSandglassdPath
+              << " (a folder on the way is private)");
       return;
     }
     // The token file belongs to the daemon's user, as systemd's LoadCredential arranges.

@@ -3,6 +3,7 @@
 #include <sandglass/daemon/daemon_config.hpp>
 
 #include "daemon_process.hpp"
+#include "test_paths.hpp"
 
 #include <doctest/doctest.h>
 
@@ -21,8 +22,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const std::string kUnitPath = SANDGLASS_SOURCE_DIR "/deploy/systemd/sandglassd.service";
-const std::string kShippedConfig = SANDGLASS_SOURCE_DIR "/daemon/config/sandglassd.toml";
+const std::string kUnitPath = sandglass::testing::source_path("deploy/systemd/sandglassd.service");
+const std::string kShippedConfig = sandglass::testing::source_path("daemon/config/sandglassd.toml");
 constexpr std::string_view kInstalledBinary = "/usr/local/bin/sandglassd";
 
 std::string unit_text() {
@@ -103,7 +104,7 @@ TEST_SUITE("systemd unit") {
     // one just built.
     std::string text = unit_text();
     for (auto at = text.find(kInstalledBinary); at != std::string::npos; at = text.find(kInstalledBinary)) {
-      text.replace(at, kInstalledBinary.size(), SANDGLASSD_PATH);
+      text.replace(at, kInstalledBinary.size(), sandglass::testing::kSandglassdPath);
     }
     const std::filesystem::path dir =
         std::filesystem::temp_directory_path() / ("sandglass-unit-" + std::to_string(::getpid()));

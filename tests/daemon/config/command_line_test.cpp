@@ -1,4 +1,5 @@
 #include "daemon/config/command_line.hpp"
+#include "test_paths.hpp"
 
 #include <doctest/doctest.h>
 
@@ -14,7 +15,7 @@ using sandglass::daemon::parse_command_line;
 
 namespace {
 
-const std::string kShippedConfig = SANDGLASS_SOURCE_DIR "/daemon/config/sandglassd.toml";
+const std::string kShippedConfig = sandglass::testing::source_path("daemon/config/sandglassd.toml");
 
 // Parses `sandglassd ARGS...`.
 CommandLine parse(std::initializer_list<const char*> args) {

@@ -1,6 +1,7 @@
 #include <sandglass/daemon/daemon_config.hpp>
 
 #include "config_test_support.hpp"
+#include "test_paths.hpp"
 
 #include <doctest/doctest.h>
 
@@ -27,7 +28,7 @@ using sandglass::testing::validate_error;
 
 namespace {
 
-const std::string kShippedConfig = SANDGLASS_SOURCE_DIR "/daemon/config/sandglassd.toml";
+const std::string kShippedConfig = sandglass::testing::source_path("daemon/config/sandglassd.toml");
 
 }  // namespace
 
