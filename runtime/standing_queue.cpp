@@ -37,7 +37,7 @@ void StandingQueue::on_start(Duration sojourn, TimePoint now) noexcept {
     above_since_ = now;
     return;
   }
-  if (now - above_since_ >= t * kIntervalTargets) set_standing(true);
+  if (now - above_since_ >= std::max(t * kIntervalTargets, Duration{kMinInterval})) set_standing(true);
 }
 
 void StandingQueue::on_empty() noexcept {

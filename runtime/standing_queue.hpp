@@ -16,7 +16,7 @@
 // busy, not all that could just finish in time. The target is fixed when given, else adaptive:
 // kRunsOfTarget × a slowly moving mean of all run times (a queue that holds a job or two per
 // worker keeps every worker busy), at least kMinTarget. The interval is kIntervalTargets
-// targets.
+// targets, at least kMinInterval (CoDel's 100 ms): a batch that drains within it is a burst.
 //
 // Thread safety: on_run, on_start and on_empty under the runtime's mutex (one writer at a
 // time); standing() and target() from any thread (relaxed: a hint admission reads; each is
@@ -35,6 +35,7 @@ class StandingQueue {
   static constexpr Duration kMinTarget = std::chrono::milliseconds{1};
   static constexpr std::int64_t kRunsOfTarget = 2;
   static constexpr std::int64_t kIntervalTargets = 10;
+  static constexpr Duration kMinInterval = std::chrono::milliseconds{100};
 
   // `fixed_target`: the target delay; zero or less: adaptive.
   explicit StandingQueue(Duration fixed_target) noexcept;

@@ -111,7 +111,7 @@ struct RuntimeOptions {
   // always takes from the queue. Must not be negative.
   Duration tiny_job = std::chrono::microseconds{1};
   // The standing-queue rule: while every job the workers started for an interval (ten target
-  // delays) had waited longer than this target, admission takes only jobs predicted to start
+  // delays, at least 100 ms) had waited longer than this target, admission takes only jobs predicted to start
   // within it of now (others: rejected, queue_full). Bursts that drain within the interval
   // are absorbed whole, and an urgent job that overtakes the queue under EDF still starts
   // early. Zero: adaptive, twice a slowly moving mean of the run times, at least 1 ms. Must

@@ -36,28 +36,28 @@ const TimePoint kT0{100s};
 TEST_SUITE("StandingQueue") {
   TEST_CASE("a burst whose jobs wait longer than the target for less than an interval is no "
             "standing queue") {
-    StandingQueue q{2ms};  // interval: 20 ms
-    for (int i = 0; i < 10; ++i) q.on_start(15ms, kT0 + i * 1ms);
+    StandingQueue q{2ms};  // interval: 100 ms (ten targets would be 20 ms)
+    for (int i = 0; i < 10; ++i) q.on_start(15ms, kT0 + i * 9ms);
     CHECK_FALSE(q.standing());
-    q.on_start(1ms, kT0 + 10ms);  // the burst drained
-    q.on_start(15ms, kT0 + 25ms);
+    q.on_start(1ms, kT0 + 90ms);  // the burst drained
+    q.on_start(15ms, kT0 + 195ms);
     CHECK_FALSE(q.standing());  // a new stretch above the target begins
   }
 
   TEST_CASE("jobs that all wait longer than the target for a whole interval make a standing "
             "queue; one short wait or an empty queue ends it") {
     StandingQueue q{2ms};
-    for (int i = 0; i <= 20; ++i) q.on_start(3ms, kT0 + i * 1ms);
+    for (int i = 0; i <= 20; ++i) q.on_start(3ms, kT0 + i * 5ms);
     CHECK(q.standing());
     CHECK(q.target() == 2ms);
     SUBCASE("a job that waited less than the target") {
-      q.on_start(1ms, kT0 + 21ms);
+      q.on_start(1ms, kT0 + 105ms);
       CHECK_FALSE(q.standing());
     }
     SUBCASE("a worker that found the queue empty") {
       q.on_empty();
       CHECK_FALSE(q.standing());
-      q.on_start(3ms, kT0 + 22ms);
+      q.on_start(3ms, kT0 + 110ms);
       CHECK_FALSE(q.standing());  // the interval starts again
     }
   }
@@ -79,17 +79,17 @@ TEST_SUITE("Runtime standing queue") {
             "within the target are admitted, urgent ones included; a drained queue ends the rule" *
             doctest::timeout(60)) {
     Runtime rt{{.workers = 1, .capacity = 64, .estimate_max_age = kForever,
-                .queue_delay_target = 2ms}};  // interval: 20 ms
+                .queue_delay_target = 2ms}};  // interval: 100 ms
     for (int i = 0; i < 2; ++i) {
-      REQUIRE(rt.submit({.kind = "step", .budget = 10s}, [](JobContext& ctx) { run_for(ctx, 5ms); })
+      REQUIRE(rt.submit({.kind = "step", .budget = 10s}, [](JobContext& ctx) { run_for(ctx, 20ms); })
                   .wait()
                   .state == State::completed);
     }
     CHECK_FALSE(rt.stats().standing_queue);
 
-    // The burst: seven steps of 5 ms, a job of a kind without samples that holds the worker
-    // until released, two more steps. Each step after the first waits 5 ms or more, so by the
-    // time the holder starts, every start for over 20 ms waited longer than the 2 ms target.
+    // The burst: seven steps of 20 ms, a job of a kind without samples that holds the worker
+    // until released, two more steps. Each step after the first waits 20 ms or more, so by the
+    // time the holder starts, every start for over 100 ms waited longer than the 2 ms target.
     std::latch held{1};
     std::latch release{1};
     std::vector<JobHandle> burst;
@@ -100,7 +100,7 @@ TEST_SUITE("Runtime standing queue") {
           release.wait();
         }));
       } else {
-        burst.push_back(rt.submit({.kind = "step", .budget = 10s}, [](JobContext& ctx) { run_for(ctx, 5ms); }));
+        burst.push_back(rt.submit({.kind = "step", .budget = 10s}, [](JobContext& ctx) { run_for(ctx, 20ms); }));
       }
     }
     for (const JobHandle& h : burst) CHECK_FALSE(h.done());  // all admitted
@@ -108,7 +108,7 @@ TEST_SUITE("Runtime standing queue") {
     CHECK(rt.stats().standing_queue);
     CHECK(rt.stats().queue_delay_target == 2ms);
 
-    // Behind two queued steps (10 ms of work): refused, whatever its size, budget or estimate.
+    // Behind two queued steps (40 ms of work): refused, whatever its size, budget or estimate.
     const Outcome behind = rt.submit({.kind = "step", .budget = 10s}, [](JobContext&) {}).wait();
     CHECK(behind.reason == Reason::queue_full);
     CHECK(behind.error.rfind("standing queue: predicted start in ", 0) == 0);
