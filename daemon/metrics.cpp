@@ -160,6 +160,13 @@ struct DaemonMetrics::Families {
         overrunning{gauge_family(registry, "sandglass_workers_overrunning",
                                  "Workers whose job is overrunning its deadline now.")
                         .Add({})},
+        standing_queue{gauge_family(registry, "sandglass_admission_standing_queue",
+                                    "1 while the standing-queue rule holds (every job started "
+                                    "for an interval had waited longer than the target), else 0.")
+                           .Add({})},
+        queue_delay_target{gauge_family(registry, "sandglass_admission_queue_delay_target_seconds",
+                                        "The standing-queue rule's target delay now.")
+                               .Add({})},
         estimate_seconds{gauge_family(
             registry, "sandglass_estimate_seconds",
             "Run-time estimate per estimate key: stat mean predicts the work queued ahead, "
@@ -205,6 +212,8 @@ struct DaemonMetrics::Families {
   Gauge& draining;
   Gauge& peak_depth;
   Gauge& overrunning;
+  Gauge& standing_queue;
+  Gauge& queue_delay_target;
   Family<Gauge>& estimate_seconds;
   Family<Gauge>& estimate_samples;
 
@@ -304,6 +313,8 @@ std::string DaemonMetrics::render(const RuntimeStats& stats, std::size_t workers
   f.draining.Set(draining ? 1 : 0);
   f.peak_depth.Set(static_cast<double>(stats.peak_queued));
   f.overrunning.Set(static_cast<double>(stats.overrunning));
+  f.standing_queue.Set(stats.standing_queue ? 1.0 : 0.0);
+  f.queue_delay_target.Set(std::chrono::duration<double>(stats.queue_delay_target).count());
   for (const EstimateSnapshot& e : estimates) {
     const auto seconds = [](Duration d) { return std::chrono::duration<double>(d).count(); };
     f.estimate_seconds.Add({{"kind", e.kind}, {"key", e.key}, {"stat", "mean"}}).Set(seconds(e.mean));

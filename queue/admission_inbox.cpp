@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <thread>
 
 namespace sandglass {
 namespace {
@@ -35,11 +34,14 @@ void pause() noexcept {
 
 }  // namespace
 
-bool DeadlineQueue::admit_lock_free(QueueItem& item, TimePoint now, BusyBound busy) noexcept {
-  return lock_free_may_admit(item, now, busy) && claim_lock_free(item, now, busy);
+bool DeadlineQueue::admit_lock_free(QueueItem& item, TimePoint now, BusyBound busy,
+                                    Duration start_within) noexcept {
+  return lock_free_may_admit(item, now, busy, start_within) &&
+         claim_lock_free(item, now, busy, start_within);
 }
 
-bool DeadlineQueue::lock_free_may_admit(QueueItem& item, TimePoint now, BusyBound busy) noexcept {
+bool DeadlineQueue::lock_free_may_admit(QueueItem& item, TimePoint now, BusyBound busy,
+                                        Duration start_within) noexcept {
   if (item.group != 0) return false;
   item.estimate = std::max(item.estimate, Duration::zero());
   item.work = std::max(item.work, Duration::zero());
@@ -51,10 +53,11 @@ bool DeadlineQueue::lock_free_may_admit(QueueItem& item, TimePoint now, BusyBoun
   // rejections) then costs no read-modify-write, and a rejection stays cheap.
   return !closed_.load(std::memory_order_relaxed) && size() < options_.capacity &&
          ns_since_epoch(item.deadline.time_point()) >= order_[cls].load(std::memory_order_relaxed) &&
-         fits(item, cls, now, busy, 0);
+         fits(item, cls, now, busy, 0, start_within);
 }
 
-bool DeadlineQueue::claim_lock_free(QueueItem& item, TimePoint now, BusyBound busy) noexcept {
+bool DeadlineQueue::claim_lock_free(QueueItem& item, TimePoint now, BusyBound busy,
+                                    Duration start_within) noexcept {
   const std::size_t cls = index_of(item.priority);
   const std::int64_t deadline = ns_since_epoch(item.deadline.time_point());
   // Releases read before the reservation (acquire: pairs with the release store in release()):
@@ -75,7 +78,7 @@ bool DeadlineQueue::claim_lock_free(QueueItem& item, TimePoint now, BusyBound bu
   if (!closed_.load(std::memory_order_seq_cst)) {
     std::int64_t order = order_[cls].load(std::memory_order_seq_cst);
     for (int attempt = 0; attempt < 4 && deadline >= order; ++attempt) {
-      if (!fits(item, cls, now, busy, item.counted_)) break;  // not sure
+      if (!fits(item, cls, now, busy, item.counted_, start_within)) break;  // not sure
       // The point of admission: no item of its class came in since `order` was read, so the
       // work read above holds every one admitted before it (each reserved before it claimed).
       if (order_[cls].compare_exchange_weak(order, raised(order, deadline), std::memory_order_seq_cst,
@@ -105,8 +108,9 @@ Duration DeadlineQueue::behind_class_order(Priority priority, Deadline deadline)
 }
 
 bool DeadlineQueue::fits(const QueueItem& item, std::size_t cls, TimePoint now, BusyBound busy,
-                         std::int64_t own) const noexcept {
-  if (item.estimate <= Duration::zero()) return true;  // unknown: admit
+                         std::int64_t own, Duration start_within) const noexcept {
+  const bool limited = start_within != Duration::max();
+  if (item.estimate <= Duration::zero() && !limited) return true;  // unknown: admit
   // Work ahead: the classes up to this one, reservations in flight included, less its own
   // (if reserved); then what the running jobs still need, read after the work (see `take`).
   // Per class, the work released is read before the work reserved (acquire, pairing with the
@@ -126,7 +130,9 @@ bool DeadlineQueue::fits(const QueueItem& item, std::size_t cls, TimePoint now, 
   const TimePoint start = saturating_add(
       saturating_add(now, std::chrono::nanoseconds{ahead / static_cast<std::int64_t>(options_.workers)}),
       busy_for);
-  return saturating_add(start, item.estimate) <= item.deadline.time_point();
+  if (limited && start > saturating_add(now, start_within)) return false;
+  return item.estimate <= Duration::zero() ||
+         saturating_add(start, item.estimate) <= item.deadline.time_point();
 }
 
 void DeadlineQueue::prefetch_inbox() const noexcept {
@@ -169,7 +175,7 @@ void DeadlineQueue::reserve(const QueueItem& item) noexcept {
 }
 
 void DeadlineQueue::unreserve(const QueueItem& item) noexcept {
-  // Seq_cst: pairs with the seq_cst reads of admit_lock_free and settle.
+  // Seq_cst: pairs with the seq_cst reads of admit_lock_free and try_settle.
   if (item.counted_ > 0) {
     reserved_work_[index_of(item.priority)].fetch_sub(static_cast<std::uint64_t>(item.counted_),
                                                       std::memory_order_seq_cst);
@@ -201,21 +207,19 @@ void DeadlineQueue::claim_order(Priority priority, TimePoint deadline) noexcept 
   }
 }
 
-void DeadlineQueue::settle(std::size_t own) {
-  // Every reservation is linked, or given back, a few instructions after it was made; only a
-  // preempted submitter makes this wait longer.
+bool DeadlineQueue::try_settle(std::size_t own) {
+  // Every reservation is linked, or given back, a few instructions after it was made: a
+  // brief spin covers that. A submitter preempted in between is not waited for here, where
+  // the owner may hold a lock its workers and timer need.
   for (unsigned spins = 0;; ++spins) {
     splice();
     // released_ is the owner's own (see there): relaxed.
     if (reserved_.load(std::memory_order_seq_cst) - released_.load(std::memory_order_relaxed) ==
         size_ + own) {
-      return;
+      return true;
     }
-    if (spins < 64) {
-      pause();
-    } else {
-      std::this_thread::yield();
-    }
+    if (spins == kSettleSpins) return false;
+    pause();
   }
 }
 

@@ -6,6 +6,7 @@
 #include <cassert>
 #include <limits>
 #include <optional>
+#include <thread>
 #include <tuple>
 
 namespace sandglass {
@@ -437,8 +438,15 @@ TimePoint DeadlineQueue::predicted_start(const QueueItem& item, TimePoint now, L
 }
 
 Admission DeadlineQueue::admit(QueueItem& item, TimePoint now, Load load) {
+  for (;;) {
+    if (std::optional<Admission> decided = try_admit(item, now, load)) return *decided;
+    std::this_thread::yield();  // a submitter between its reservation and its push
+  }
+}
+
+std::optional<Admission> DeadlineQueue::try_admit(QueueItem& item, TimePoint now, Load load) {
   assert(item.place_ == QueueItem::Place::none);
-  if (closed()) return {Reason::shutting_down};
+  if (closed()) return Admission{Reason::shutting_down};
   if (!has_origin_) {
     origin_ = now;
     has_origin_ = true;
@@ -446,14 +454,19 @@ Admission DeadlineQueue::admit(QueueItem& item, TimePoint now, Load load) {
   item.estimate = std::max(item.estimate, Duration::zero());
   item.work = std::max(item.work, Duration::zero());
   const Duration left = item.deadline.remaining(now);
-  if (left < options_.min_useful || left == Duration::zero()) return {Reason::budget_too_small};
+  if (left < options_.min_useful || left == Duration::zero()) return Admission{Reason::budget_too_small};
   item.counted_ = ns(item.work > Duration::zero() ? item.work : item.estimate);
   // Against the lock-free path: reserve as it does (its bounds then include this item), take
-  // a place in the class's order (claims in flight fail and look again), and wait until every
-  // item admitted before is linked, so that the decision below sees them all.
+  // a place in the class's order (claims in flight fail and look again), and decide only once
+  // every item admitted before is linked, so that the decision sees them all. The class's
+  // order stays raised when nothing is decided: later lock-free claims below it take the
+  // locked way, which is always allowed.
   reserve(item);
   claim_order(item.priority, item.deadline.time_point());
-  settle(1);
+  if (!try_settle(1)) {
+    release(item);  // the owner's way back (see released_)
+    return std::nullopt;
+  }
   const Admission admission = decide(item, now, load);
   if (!admission.admitted()) release(item);  // the owner's way back (see released_)
   return admission;
@@ -486,11 +499,14 @@ Admission DeadlineQueue::decide(QueueItem& item, TimePoint now, Load load) {
   }
   // Computed once: the rejection reports it (Admission::predicted_start).
   std::optional<TimePoint> start;
-  if (item.estimate > Duration::zero()) {
-    start = predicted_start(item, now, load);
-    if (saturating_add(*start, item.estimate) > item.deadline.time_point()) {
-      return {.reason = Reason::deadline_implausible, .predicted_start = *start};
-    }
+  const bool limited = load.start_within != Duration::max();
+  if (item.estimate > Duration::zero() || limited) start = predicted_start(item, now, load);
+  if (item.estimate > Duration::zero() &&
+      saturating_add(*start, item.estimate) > item.deadline.time_point()) {
+    return {.reason = Reason::deadline_implausible, .predicted_start = *start};
+  }
+  if (limited && *start > saturating_add(now, load.start_within)) {
+    return {.reason = Reason::queue_full, .beyond_target = true, .predicted_start = *start};
   }
   if (item.counted_ > 0) {
     // The tightest item this one would overtake in its class, in workers × time: its latest
@@ -723,7 +739,14 @@ bool DeadlineQueue::remove(QueueItem& item) noexcept {
 }
 
 std::vector<QueueItem*> DeadlineQueue::take_all() {
-  settle(0);
+  for (;;) {
+    if (std::optional<std::vector<QueueItem*>> all = try_take_all()) return std::move(*all);
+    std::this_thread::yield();  // a submitter between its reservation and its push
+  }
+}
+
+std::optional<std::vector<QueueItem*>> DeadlineQueue::try_take_all() {
+  if (!try_settle(0)) return std::nullopt;
   std::vector<QueueItem*> all;
   all.reserve(size_);
   auto take = [&](Tree& tree) {

@@ -26,6 +26,12 @@ Duration ServiceTimeEstimator::sample_lifetime() const noexcept {
              : std::max(options_.max_age, Duration{static_cast<Duration::rep>(scaled)});
 }
 
+TimePoint ServiceTimeEstimator::forgets_all_at() const noexcept {
+  const Duration lifetime = sample_lifetime();
+  if (window_.empty() || lifetime == Duration::max()) return TimePoint::max();
+  return saturating_add(window_.back().at, lifetime);
+}
+
 void ServiceTimeEstimator::record(Duration run_time, TimePoint now) {
   run_time = std::max(run_time, Duration::zero());
   const bool filling = window_.size() < options_.window;

@@ -2,8 +2,13 @@
 // keeps them: the estimator under its own lock, and the figures it last published for
 // submitters to read without one.
 //
-//   state.record(run_time, ended_at);         // a worker, after each run, before its outcome
-//   EstimateState::Figures f = state.figures(now);  // a submitter
+//   state.record(run_time, ended_at, expected);       // a worker, after each run, before its outcome
+//   EstimateState::Figures f = state.figures(now, expected);  // a submitter
+//
+// A job may state its own expected run time (JobSpec::expected). The state then keeps, beside
+// the key's run times, the ratios actual ÷ expected of its hinted runs, and predicts a hinted
+// job as its own size × those ratios: one long job of a key does not make its short ones look
+// long, and a key whose hints run long (or short) is estimated so.
 //
 // Aging (ServiceTimeEstimator::age) is due at most eight times per sample lifetime. A worker
 // that records a run ages the samples when it is due; a submitter ages them only when aging is
@@ -46,22 +51,32 @@ class EstimateState : public JobOrigin {
   struct Figures {
     Duration tail{};
     Duration central{};
+    // Predicted from the job's own expected run time (JobSpec::expected) rather than from the
+    // key's recent runs.
+    bool from_expected = false;
   };
-  EstimateState(RuntimeCore* owner, std::string kind, ServiceTimeEstimator e)
-      : JobOrigin{owner},
-        kind_{std::move(kind)},
-        age_grace_{e.options().max_age / 8},
-        estimator_{std::move(e)} {}
+  // `e` keeps the key's run times; the ratios of hinted runs are kept by an estimator of the
+  // same options, but whose samples age out after `e`'s max_age (a ratio has no run time to
+  // scale its lifetime with).
+  EstimateState(RuntimeCore* owner, std::string kind, ServiceTimeEstimator e);
   // The state of the key of `job`.
   static EstimateState& of(const Job& job) noexcept { return static_cast<EstimateState&>(*job.origin); }
 
-  // The figures at `now`: ages the samples first when that is overdue (the file comment) and
-  // the estimator is free, else the figures published last. The two figures may come from
-  // consecutive updates.
-  Figures figures(TimePoint now);
-  // Adds a run that took `run_time` and ended at `ended_at`, ages the samples when that is due,
-  // and publishes the new figures.
-  void record(Duration run_time, TimePoint ended_at);
+  // The figures at `now` for a job that expects to run `expected` (zero: says nothing): with
+  // a hint, `expected` × the key's ratio of actual to expected run time (its mean for the
+  // central figure, its quantile for the tail; 1 while no hinted run is kept); without, the
+  // key's run-time figures. Ages the samples first when that is overdue (the file comment)
+  // and the estimator is free, else uses the figures published last.
+  Figures figures(TimePoint now, Duration expected = Duration::zero());
+  // Adds a run that took `run_time`, ended at `ended_at` and was expected to take `expected`
+  // (zero: no hint), ages the samples when that is due, and publishes the new figures.
+  void record(Duration run_time, TimePoint ended_at, Duration expected = Duration::zero());
+  // How long from `now` until the figures a job got (hinted: the ratios; else the run times)
+  // are forgotten, if no run renews them: when the samples behind them have all aged out.
+  // Duration::max() if they never age. Takes the estimator's lock.
+  Duration forgotten_in(TimePoint now, bool hinted);
+  // One actual ÷ expected ratio as the ratio estimator keeps it: a duration of kRatioUnit per 1.
+  static constexpr Duration kRatioUnit = std::chrono::milliseconds{1};
   // The estimator's mostly_short() as last published: half the key's recent runs or more took
   // at most RuntimeOptions::tiny_job. Without a lock; relaxed.
   bool mostly_tiny() const noexcept { return mostly_tiny_.load(std::memory_order_relaxed); }
@@ -79,11 +94,16 @@ class EstimateState : public JobOrigin {
   const Duration age_grace_;
   std::mutex estimator_mu_;
   ServiceTimeEstimator estimator_;  // guarded by estimator_mu_
+  // Hinted runs' actual ÷ expected run time, in kRatioUnit per 1; guarded by estimator_mu_.
+  ServiceTimeEstimator ratios_;
   // On a line of their own: submitters read them for every job, and the estimator beside them
   // is written for every run. Relaxed: each is a figure on its own; a reader that must see a run's sample (a waiter on
   // that job's outcome) is ordered by the outcome's publication, which comes after record().
   alignas(64) std::atomic<Duration::rep> tail_ns_{0};
   std::atomic<Duration::rep> central_ns_{0};
+  // The ratio figures, in ns of kRatioUnit (zero: no hinted run kept, a ratio of 1).
+  std::atomic<Duration::rep> ratio_tail_{0};
+  std::atomic<Duration::rep> ratio_central_{0};
   std::atomic<TimePoint::rep> age_overdue_ns_{TimePoint::max().time_since_epoch().count()};
   // Read by workers after each run (RuntimeCore, "Tiny jobs"); unlike the mean, one preempted
   // run does not change it.

@@ -59,7 +59,7 @@ void append_duration(std::string& out, Duration d) {
 }
 
 std::string implausible_message(TimePoint start, TimePoint now, Duration estimate,
-                                Deadline deadline, std::string_view key) {
+                                Deadline deadline, std::string_view key, Duration expected) {
   const Duration start_in = saturating_sub(start, now);
   const Duration finish_in = saturating_sub(saturating_add(start, estimate), now);
   const Duration deadline_in = deadline.slack(now);
@@ -73,6 +73,10 @@ std::string implausible_message(TimePoint start, TimePoint now, Duration estimat
   append_duration(text, estimate);
   text += " for ";
   text += key;
+  if (expected > Duration::zero()) {
+    text += ", from its expected ";
+    append_duration(text, expected);
+  }
   if (finish_in > deadline_in) {
     text += ") > deadline in ";
     append_duration(text, deadline_in);
@@ -83,6 +87,24 @@ std::string implausible_message(TimePoint start, TimePoint now, Duration estimat
     text += ", but it would make a queued job of its class miss its own";
   }
   return text;
+}
+
+}  // namespace sandglass::detail
+
+namespace sandglass::detail {
+
+std::string standing_queue_message(TimePoint start, TimePoint now, Duration target) {
+  std::string text = "standing queue: predicted start in ";
+  append_duration(text, saturating_sub(start, now));
+  text += " > target delay ";
+  append_duration(text, target);
+  return text;
+}
+
+Duration fits_after(TimePoint start, TimePoint now, Duration estimate, Deadline deadline) {
+  const Duration late = saturating_sub(saturating_add(start, estimate), deadline.time_point());
+  if (late > Duration::zero()) return late;
+  return std::max(saturating_sub(start, now), Duration::zero());
 }
 
 }  // namespace sandglass::detail

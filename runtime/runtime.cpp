@@ -22,6 +22,7 @@ std::string RuntimeOptions::validate() const {
   if (!(estimate_age_in_runs >= 0)) return "estimate_age_in_runs: must not be negative";
   if (overrun_after <= Duration::zero()) return "overrun_after: must be positive";
   if (tiny_job < Duration::zero()) return "tiny_job: must not be negative";
+  if (queue_delay_target < Duration::zero()) return "queue_delay_target: must not be negative";
   return {};
 }
 

@@ -59,6 +59,7 @@ RuntimeCore::RuntimeCore(RuntimeOptions options)
       worker_jobs_(options_.workers, nullptr),
       slot_ends_{std::make_unique<SlotEnd[]>(options_.workers)},
       serial_{g_next_serial.fetch_add(1, std::memory_order_relaxed)},
+      standing_{options_.queue_delay_target},
       outcome_counts_{std::make_unique<OutcomeCounts[]>(options_.workers + 1)} {
   g_live_runtimes.fetch_add(1, std::memory_order_relaxed);
   // Bulkhead kinds get their groups up front so that pop() never grows a vector under load.
@@ -189,6 +190,7 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
   job->kind_name = ks.name;
   job->origin = &es;  // also the runtime (core()), which everything below may reach
   if (!spec.idempotency_key.empty()) job->extras().idempotency_key = std::move(spec.idempotency_key);
+  if (spec.expected > Duration::zero()) job->extras().expected = spec.expected;
   const std::string& estimate_key = spec.estimate_key.empty() ? spec.kind : spec.estimate_key;
   job->priority = spec.priority;
   job->handler = std::move(handler);
@@ -223,35 +225,61 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
   }
 
   // Admitted upstream (JobSpec::admitted): no prediction here, as for a key with no samples.
-  const EstimateState::Figures figures = spec.admitted ? EstimateState::Figures{} : es.figures(now);
+  const EstimateState::Figures figures =
+      spec.admitted ? EstimateState::Figures{} : es.figures(now, spec.expected);
   // Not yet visible to any other thread (a parent's callback reads them only once queued).
   job->estimate = figures.tail;
   job->work = figures.central;
   job->group = ks.group;
+  // The standing-queue rule (standing_queue.hpp): one relaxed load while no queue stands.
+  const Duration start_within = standing_.standing() ? standing_.target() : Duration::max();
   // A job with a parent takes the lock: the parent's callback may look at it from now on.
-  if (!spec.parent.can_be_cancelled() && admit_lock_free(job, now, !spec.deadline)) {
+  if (!spec.parent.can_be_cancelled() && admit_lock_free(job, now, !spec.deadline, start_within)) {
     return JobHandle{std::move(job)};
   }
   Admission admission;
   JobRef shed;
   std::string rejection;  // why, for deadline_implausible
+  Duration retry_after{};  // and when it would be admitted
   bool wake_worker = false;
   bool wake_timer = false;
   {
     Lock lock = lock_hot_path();
     const std::uint64_t spliced = queue_.spliced_total();
-    // Behind its class's order (see admit_lock_free): a submitter of an equal budget that was
-    // preempted between its clock reading and here would overtake the run's whole tail, which
-    // then goes into the tree. A reading taken now is later than that of every claim so far.
-    if (!spec.deadline && may_restamp(queue_.behind_class_order(job->priority, job->deadline))) {
+    for (;;) {
+      // Behind its class's order (see admit_lock_free): a submitter of an equal budget that
+      // was preempted between its clock reading and here would overtake the run's whole tail,
+      // which then goes into the tree. A reading taken now is later than that of every claim
+      // so far.
+      if (!spec.deadline && may_restamp(queue_.behind_class_order(job->priority, job->deadline))) {
+        now = Clock::now();
+        stamp(*job, now);
+      }
+      Load load = load_for(ks, now);
+      load.start_within = start_within;
+      if (std::optional<Admission> decided = queue_.try_admit(*job, now, load)) {
+        admission = *decided;
+        break;
+      }
+      // A lock-free submitter stopped between its reservation and its push: waited for
+      // without the lock, so that workers and the timer go on meanwhile. What try_admit
+      // linked from the inbox may have been looked for by a worker that went to sleep.
+      const bool linked = queue_.spliced_total() != spliced;
+      lock.unlock();
+      if (linked) idle_.wake_one();
+      std::this_thread::yield();
+      lock = lock_hot_path();
       now = Clock::now();
-      stamp(*job, now);
     }
-    const Load load = load_for(ks, now);
-    admission = queue_.admit(*job, now, load);
     if (admission.reason == Reason::deadline_implausible) {
+      const Duration hint = figures.from_expected ? spec.expected : Duration::zero();
       rejection = implausible_message(admission.predicted_start, now, job->estimate, job->deadline,
-                                      estimate_key);
+                                      estimate_key, hint);
+      retry_after = fits_after(admission.predicted_start, now, job->estimate, job->deadline);
+    } else if (admission.beyond_target) {
+      rejection = standing_queue_message(admission.predicted_start, now, start_within);
+      // Admitted once it would start within the target: the work ahead of it less the target.
+      retry_after = std::max(saturating_sub(admission.predicted_start, now) - start_within, Duration::zero());
     }
     if (admission.admitted()) {
       job->phase = Job::Phase::queued;
@@ -277,8 +305,13 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
   if (!admission.admitted()) {
     // Ended at the reading it was decided at: no queue wait, its whole budget left, and no
     // clock reading more on the path a rejection takes under overload.
+    if (admission.reason == Reason::deadline_implausible && job->estimate > job->budget) {
+      // No queue that drains makes it fit: only an estimate that changes. Taken after
+      // unlocking (the estimator has its own lock).
+      retry_after = es.forgotten_in(now, figures.from_expected);
+    }
     finish_unstarted(*job, State::rejected, admission.reason, CancelCause::none,
-                     std::move(rejection), now);
+                     std::move(rejection), now, retry_after);
   } else if (spec.parent.cancelled()) {
     cancel(*job, CancelCause::upstream);  // a no-op if the callback got there first
   }
@@ -325,10 +358,11 @@ Job* RuntimeCore::next_job(std::size_t worker, Job* finished, Outcome&& outcome)
   thread_local std::vector<DroppedItem> dropped;
   std::vector<DroppedJob> dropped_jobs;
   bool spun = false;
-  // One clock read per transition: the end of the run just finished is the `now` of this pop.
-  TimePoint now = finished != nullptr
-                      ? saturating_add(finished->started_at, outcome.timings.run_time)
-                      : Clock::now();
+  // When the finished run ended: its sample's time. Not the `now` of the pop below: the lock
+  // may be contended, or this thread preempted, for longer than a queued job has left, and a
+  // job must not start after its deadline because of a stale reading.
+  const TimePoint finished_at =
+      finished != nullptr ? saturating_add(finished->started_at, outcome.timings.run_time) : TimePoint{};
   // The runtime's own reference to `finished`, taken out under the lock (record_finished) and
   // dropped after its outcome is out. The worker holds no reference of its own while a job
   // runs: the runtime's keeps it alive, and only this worker takes it back. That spares two reference
@@ -339,9 +373,10 @@ Job* RuntimeCore::next_job(std::size_t worker, Job* finished, Outcome&& outcome)
   queue_.prefetch_inbox();  // its lines arrive while we wait for the lock
   Lock lock = lock_hot_path();
   const bool sample = finished != nullptr && record_finished(*finished, outcome, finished_self);
+  if (sample) standing_.on_run(outcome.timings.run_time);
   worker_jobs_[worker] = nullptr;
-  for (bool first = true;; first = false) {
-    if (!first) now = Clock::now();
+  for (;;) {
+    const TimePoint now = Clock::now();  // under the lock: what take() drops and start() stamps
     const bool stand_by = may_stand_by && !stop_workers_ && !queue_.empty() &&
                           another_worker_drains(worker, now);
     // A job starts only into a free run slot (jobs that hold no thread keep theirs).
@@ -349,6 +384,10 @@ Job* RuntimeCore::next_job(std::size_t worker, Job* finished, Outcome&& outcome)
                           ? queue_.take(now, dropped, can_start_)
                           : nullptr;
     take_dropped(dropped, dropped_jobs);
+    // Nothing left to start: no queue stands (it drained).
+    if (item == nullptr && !stand_by && running_count_ < slots_.size() && queue_.linked_size() == 0) {
+      standing_.on_empty();
+    }
     bool wake_timer = false;
     Job* const taken = item != nullptr ? &job_of(item) : nullptr;
     if (taken != nullptr) start(*taken, now, worker, wake_timer);
@@ -384,7 +423,9 @@ Job* RuntimeCore::next_job(std::size_t worker, Job* finished, Outcome&& outcome)
         const bool kept = finished_self.use_count() > 1;
         // Before the outcome: whoever waits for it, or its callback, then sees the sample in
         // the estimate. Every run at once, not in batches (see estimate_state.hpp).
-        if (sample) EstimateState::of(*finished).record(outcome.timings.run_time, now);
+        if (sample) {
+          EstimateState::of(*finished).record(outcome.timings.run_time, finished_at, finished->expected());
+        }
         publish(*finished, std::move(outcome), kept, worker);
         finished = nullptr;
         finished_self.reset();  // after the outcome: its last reference may free the record
@@ -456,12 +497,13 @@ void RuntimeCore::finish_detached(JobRef job, Outcome&& outcome) noexcept {
   {
     Lock lock = lock_hot_path();
     sample = record_finished(*job, outcome, self);
+    if (sample) standing_.on_run(outcome.timings.run_time);
     // A slot is free: a worker may start what waits for one.
     wake_worker = !queue_.empty();
   }
   if (wake_worker) idle_.wake_one();
   if (sample) {
-    EstimateState::of(*job).record(outcome.timings.run_time, end);
+    EstimateState::of(*job).record(outcome.timings.run_time, end, job->expected());
   }
   publish(*job, std::move(outcome));
   // Shutdown returns only once this outcome is out (no thread of ours to join covers it).
@@ -475,6 +517,7 @@ void RuntimeCore::start(Job& job, TimePoint now, std::size_t worker, bool& wake_
   while (slots_[slot].job != nullptr) ++slot;
   job.phase = Job::Phase::running;
   job.started_at = now;
+  standing_.on_start(now - job.enqueued_at, now);
   job.worker = static_cast<std::uint32_t>(slot);
   job.started_.store(true, std::memory_order_release);  // pairs with JobHandle::progress
   if (job.group != 0) ++groups_[job.group - 1]->running;  // see KindState::running
@@ -645,7 +688,7 @@ void RuntimeCore::shutdown_until(Deadline drain_deadline) {
   if (shut_down_) return;
   std::vector<JobRef> left_in_queue;
   std::vector<JobRef> still_running;
-  {
+  for (;;) {
     Lock lock{mu_};
     closing_ = true;
     queue_.close();
@@ -655,10 +698,19 @@ void RuntimeCore::shutdown_until(Deadline drain_deadline) {
     } else {
       drained_.wait_until(lock, drain_deadline.time_point(), drained);
     }
-    for (QueueItem* item : queue_.take_all()) left_in_queue.push_back(retire(job_of(item)));
+    std::optional<std::vector<QueueItem*>> left = queue_.try_take_all();
+    if (!left) {
+      // A submitter between its reservation and its push: waited for without the lock (see
+      // submit), then drained again.
+      lock.unlock();
+      std::this_thread::yield();
+      continue;
+    }
+    for (QueueItem* item : *left) left_in_queue.push_back(retire(job_of(item)));
     for (const RunSlot& slot : slots_) {
       if (slot.job != nullptr) still_running.push_back(JobRef{slot.job});
     }
+    break;
   }
   for (auto& job : left_in_queue) {
     finish_unstarted(*job, State::cancelled, Reason::cancelled_in_queue, CancelCause::shutdown);
@@ -673,9 +725,10 @@ void RuntimeCore::shutdown_until(Deadline drain_deadline) {
   }
   idle_.wake_all();
   timer_wake_.notify_all();
-  pool_->join();
-  timer_.join();
-  callbacks_->join();  // after the timer: it runs what the timer handed over, to the end
+  // A core that was never started (a test that plays its worker) has no threads to join.
+  if (pool_) pool_->join();
+  if (timer_.joinable()) timer_.join();
+  if (callbacks_) callbacks_->join();  // after the timer: it runs what the timer handed over
   shut_down_ = true;
 }
 
@@ -729,6 +782,8 @@ RuntimeStats RuntimeCore::stats() const {
   s.peak_queued = peak_queued_.load(std::memory_order_relaxed);
   s.overrunning = overrunning(Clock::now()).size();
   s.stand_bys = stand_bys_;
+  s.standing_queue = standing_.standing();
+  s.queue_delay_target = standing_.target();
   return s;
 }
 
@@ -820,7 +875,7 @@ void RuntimeCore::raise_peak(std::size_t queued) noexcept {
   }
 }
 
-bool RuntimeCore::admit_lock_free(JobRef& job, TimePoint& now, bool restamp) {
+bool RuntimeCore::admit_lock_free(JobRef& job, TimePoint& now, bool restamp, Duration start_within) {
   const DeadlineQueue::BusyBound busy{&RuntimeCore::busy_bound, this};
   // Submitters of equal budgets read the clock in one order and claim in another: the one
   // that comes second is behind its class's order and would take the lock, and one preempted
@@ -832,11 +887,11 @@ bool RuntimeCore::admit_lock_free(JobRef& job, TimePoint& now, bool restamp) {
   constexpr int kRestamps = 3;
   for (int restamps = 0;; ++restamps) {
     // A job the queue will decline (a rejection, most often) costs no reference count change.
-    if (queue_.lock_free_may_admit(*job, now, busy)) {
+    if (queue_.lock_free_may_admit(*job, now, busy, start_within)) {
       // Published by the push: the worker that links the job reads them under mu_.
       job->phase = Job::Phase::queued;
       job->add_ref();  // the runtime's (see submit)
-      if (queue_.claim_lock_free(*job, now, busy)) break;
+      if (queue_.claim_lock_free(*job, now, busy, start_within)) break;
       job->phase = Job::Phase::pending;
       (void)job->drop_ref();  // never the last: `job` holds one
     }
@@ -893,7 +948,8 @@ void RuntimeCore::notify_if_drained() {
 }
 
 void RuntimeCore::finish_unstarted(Job& job, State state, Reason reason, CancelCause cause,
-                                   std::string error, std::optional<TimePoint> at) {
+                                   std::string error, std::optional<TimePoint> at,
+                                   Duration retry_after) {
   const TimePoint now = at ? *at : Clock::now();
   Outcome o;
   o.id = job.id;
@@ -905,6 +961,7 @@ void RuntimeCore::finish_unstarted(Job& job, State state, Reason reason, CancelC
   o.timings.queue_wait = now - job.enqueued_at;
   o.timings.remaining_at_end = job.deadline.slack(now);
   o.error = std::move(error);
+  o.retry_after = retry_after;
   publish(job, std::move(o));
 }
 

@@ -46,6 +46,7 @@
 
 #include "runtime/estimate_state.hpp"
 #include "runtime/idle_workers.hpp"
+#include "runtime/standing_queue.hpp"
 #include "workers/awaitable_runner.hpp"
 #include "workers/job.hpp"
 #include "workers/worker_pool.hpp"
@@ -80,7 +81,9 @@ class RuntimeCore final : public JobSource {
   explicit RuntimeCore(RuntimeOptions options);
   ~RuntimeCore() override;
 
-  // Starts the worker and timer threads; call once, right after construction.
+  // Starts the worker and timer threads; call once, right after construction. A core not
+  // started admits and hands out jobs to whoever calls next_job (a test that plays a worker,
+  // with no timer), and shuts down as a started one does.
   void start();
 
   // Exactly one of `handler` and `awaitable` is set.
@@ -178,7 +181,8 @@ class RuntimeCore final : public JobSource {
   // at a later clock reading when a concurrent submitter of its class claimed a later
   // deadline first (see DeadlineQueue::behind_class_order); false for a job whose deadline
   // the caller gave.
-  bool admit_lock_free(JobRef& job, TimePoint& now, bool restamp);
+  // `start_within`: the standing-queue rule's limit (Load::start_within).
+  bool admit_lock_free(JobRef& job, TimePoint& now, bool restamp, Duration start_within);
   // Admits `job` at `now`: its deadline is `now` + its budget (when the caller gave none, a
   // later `now` may stamp it again before it is queued; see admit_lock_free).
   static void stamp(Job& job, TimePoint now) noexcept;
@@ -207,10 +211,11 @@ class RuntimeCore final : public JobSource {
   // When the timer must wake for a queued job: its drop time (see DeadlineQueue::next_drop_time).
   Deadline drop_time_of(const Job& job) const noexcept;
   void notify_if_drained();                // requires mu_
-  // Publishes an outcome for a job that never ran, as of `at` (default: a clock reading now).
-  // Must not hold mu_.
+  // Publishes an outcome for a job that never ran, as of `at` (default: a clock reading now),
+  // with Outcome::retry_after `retry_after`. Must not hold mu_.
   void finish_unstarted(Job& job, State state, Reason reason, CancelCause cause,
-                        std::string error = {}, std::optional<TimePoint> at = {});
+                        std::string error = {}, std::optional<TimePoint> at = {},
+                        Duration retry_after = {});
   // `kept`: see Job::publish. `worker`: the publishing worker's index, whose row of counts it
   // adds to (anyone else: the shared row).
   void publish(Job& job, Outcome&& outcome, bool kept = true,
@@ -273,6 +278,10 @@ class RuntimeCore final : public JobSource {
   // it after pushing its job (seq_cst, pairs with the timer's store before it looks at the
   // inbox a last time): either the timer sees the job, or the submitter sees it asleep.
   std::atomic<TimePoint::rep> timer_sleeps_until_{TimePoint::max().time_since_epoch().count()};
+
+  // Workers report starts, runs and an empty queue under mu_; submitters read whether a queue
+  // stands, and its target, without it (see standing_queue.hpp).
+  StandingQueue standing_;
 
   // Written by submitters: apart from what workers write.
   alignas(64) std::atomic<JobId> next_id_{1};  // less one: the submissions so far

@@ -81,6 +81,9 @@ struct Job : QueueItem, CancelState {
     // An awaitable job's (then `handler` is empty; see awaitable_runner.hpp).
     std::unique_ptr<AwaitableRun> awaitable;
     std::string idempotency_key;
+    // The run time its submitter expected (JobSpec::expected), when it named one: read when
+    // its run is recorded against its estimate key.
+    Duration expected{};
     CancelRegistration parent_link;  // reset when the outcome is published
     // A waiter installs `waiters` and then reads done_; publish sets done_ and then reads
     // `waiters` (all seq_cst), so at least one of them sees the other.
@@ -139,6 +142,11 @@ struct Job : QueueItem, CancelState {
   AwaitableRun* awaitable() const noexcept {
     const Extras* e = extras_if_made();
     return e != nullptr ? e->awaitable.get() : nullptr;
+  }
+  // JobSpec::expected, or zero.
+  Duration expected() const noexcept {
+    const Extras* e = extras_if_made();
+    return e != nullptr ? e->expected : Duration::zero();
   }
   std::string_view idempotency_key() const noexcept {
     const Extras* e = extras_if_made();

@@ -30,7 +30,9 @@ Run run_policy(const Options& o, const std::string& name, double load, double ca
                             .body = o.body,
                             .estimate_quantile = o.estimate_quantile,
                             .estimate_max_age = o.estimate_max_age,
-                            .drop_if_cannot_finish = o.drop_if_cannot_finish};
+                            .drop_if_cannot_finish = o.drop_if_cannot_finish,
+                            .hints = o.hints,
+                            .seed = o.seed};
   std::unique_ptr<Policy> policy = make_policy(name, popts);
   warm_up(*policy, o.service, o.workers, o.warm_up_jobs, o.seed + 17);
   std::unique_ptr<RunData> data;

@@ -87,6 +87,10 @@ Options parse_options(int argc, char** argv) {
       ->check(CLI::Range(0.01, 1.0));
   app.add_option("--estimate-max-age", estimate_max_age,
                  "sandglass: a run time is forgotten after this, or 10 typical runs if longer (20ms, the Runtime's default)");
+  std::string hints;
+  app.add_option("--hints", hints,
+                 "sandglass in-process: each job says its size, none, exact (its service time) or "
+                 "noisy:SIGMA (times a lognormal factor, median 1) (none)");
   app.add_flag("--no-drop-if-cannot-finish", no_drop, "sandglass: do not drop at dequeue what cannot finish");
   app.add_option("--capacity-duration", capacity_duration, "how long to measure capacity (3s)");
   app.add_option("--warm-up-jobs", o.warm_up_jobs, "jobs run through each policy before each point (256)");
@@ -192,6 +196,13 @@ Options parse_options(int argc, char** argv) {
     fail("--deadline", e.what());
   }
   if (!estimate_max_age.empty()) o.estimate_max_age = parse_d("--estimate-max-age", estimate_max_age);
+  if (!hints.empty()) {
+    try {
+      o.hints = Hints::parse(hints);
+    } catch (const std::invalid_argument& e) {
+      fail("--hints", e.what());
+    }
+  }
   if (!stall.empty()) {
     try {
       o.stall = parse_stall(stall);

@@ -3,7 +3,8 @@
 //   sandglass-overload [--policies fifo,bounded-fifo,drop-expired,sandglass]
 //                      [--load 0.5,1,2,5,10] [--duration 3s] [--workers 8] [--body sleep|spin]
 //                      [--service exp:2ms] [--deadline 20ms|mix:10ms@0.5,1s@0.5]
-//                      [--stall 50ms@1s] [--estimate-max-age 20ms] [--seed 1] [--json FILE]
+//                      [--stall 50ms@1s] [--estimate-max-age 20ms] [--hints none|exact|noisy:SIGMA]
+//                      [--seed 1] [--json FILE]
 //                      [--plot FILE.svg|.png] [--spike] [--target http://127.0.0.1:PORT]
 //                      [--smoke] ...
 //   sandglass-overload --soak 60s (--sandglassd PATH | --target http://127.0.0.1:PORT) ...
@@ -19,6 +20,7 @@
 #pragma once
 
 #include "distribution.hpp"
+#include "hints.hpp"
 #include "job_body.hpp"
 #include "stall.hpp"
 
@@ -50,6 +52,7 @@ struct Options {
   double estimate_quantile = 0.99;  // the Runtime's default
   Duration estimate_max_age = std::chrono::milliseconds{20};  // the Runtime's default
   bool drop_if_cannot_finish = true;
+  Hints hints{};  // in-process sandglass: what size each job says it has (--hints)
   // Measurement.
   Duration capacity_duration = std::chrono::seconds{3};
   std::size_t warm_up_jobs = 256;

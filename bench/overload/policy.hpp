@@ -17,12 +17,14 @@
 // recorder passed to `submit` must outlive it or have all its jobs finished.
 #pragma once
 
+#include "hints.hpp"
 #include "job_body.hpp"
 #include "recorder.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -37,6 +39,8 @@ struct PolicyOptions {
   double estimate_quantile = 0.99;  // the Runtime's default
   Duration estimate_max_age = std::chrono::milliseconds{20};  // the Runtime's default
   bool drop_if_cannot_finish = true;
+  Hints hints{};  // what size each job says it has (JobSpec::expected)
+  std::uint64_t seed = 1;  // of the noisy hints
 };
 
 class Policy {

@@ -79,6 +79,8 @@ json::object point_json(const PointResult& r) {
           {"latency_p50_ms", num(r.latency_p50_ms, 3)},
           {"latency_p99_ms", num(r.latency_p99_ms, 3)},
           {"latency_p999_ms", num(r.latency_p999_ms, 3)},
+          {"latency_share_of_budget_p50", num(r.latency_share_p50, 3)},
+          {"latency_share_of_budget_p99", num(r.latency_share_p99, 3)},
           {"rejection_latency_p99_us", num(r.rejection_latency_p99_us, 1)},
           {"peak_queue_depth", r.peak_queue_depth},
           {"peak_rss_mib", num(r.peak_rss_mib, 1)}};
@@ -149,6 +151,7 @@ bool write_json(const std::string& path, const RunInfo& info, std::span<const Po
         {"estimate_quantile", o.estimate_quantile},
         {"estimate_max_age", format_duration(o.estimate_max_age)},
         {"drop_if_cannot_finish", o.drop_if_cannot_finish},
+        {"hints", o.hints.describe()},
         {"stall", o.stall.on() ? format_duration(o.stall.length) + "@" + format_duration(o.stall.period)
                                : std::string{}},
         {"target", o.target}}},

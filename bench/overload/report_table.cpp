@@ -15,6 +15,11 @@ std::string opt(const std::optional<double>& v, int precision) {
   return v ? fmt::format("{:.{}f}", *v, precision) : std::string{"-"};
 }
 
+// A share of the budget as a percentage (b%p50, b%p99).
+std::optional<double> share_percent(const std::optional<double>& share) {
+  return share ? std::optional<double>{*share * 100} : std::nullopt;
+}
+
 std::uint64_t count(const PointResult& r, Reason reason) {
   return r.rejected[static_cast<std::size_t>(reason)];
 }
@@ -54,8 +59,9 @@ void print_settings(std::FILE* out, const RunInfo& info) {
              "{} per point, seed {}\n",
              info.mode, o.workers, o.capacity, to_string(o.body), o.service.describe(),
              o.deadline.describe(), format_duration(o.duration), o.seed);
-  fmt::print(out, "# sandglass: estimate_quantile {}, estimate_max_age {}, drop_if_cannot_finish {}\n",
-             o.estimate_quantile, format_duration(o.estimate_max_age), o.drop_if_cannot_finish);
+  fmt::print(out, "# sandglass: estimate_quantile {}, estimate_max_age {}, drop_if_cannot_finish {}, hints {}\n",
+             o.estimate_quantile, format_duration(o.estimate_max_age), o.drop_if_cannot_finish,
+             o.hints.describe());
   if (o.stall.on()) {
     fmt::print(out, "# stall: the process is stopped for {} once every {} while each point runs\n",
                format_duration(o.stall.length), format_duration(o.stall.period));
@@ -67,10 +73,10 @@ void print_settings(std::FILE* out, const RunInfo& info) {
 void print_table_header(std::FILE* out) {
   fmt::print(out,
              "\n{:<12} {:>5} {:>9} {:>9} {:>6} {:>8} {:>8} {:>8} {:>6} {:>6} {:>8} {:>7} {:>7} "
-             "{:>6} {:>7} {:>7} {:>7} {:>7} {:>8} {:>6} {:>6}\n",
+             "{:>6} {:>7} {:>7} {:>7} {:>7} {:>6} {:>6} {:>8} {:>6} {:>6}\n",
              "policy", "load", "offered/s", "goodput/s", "ratio", "admitted", "rej:full",
              "rej:impl", "shed", "other", "expired", "cancel", "late", "wasted", "adm>drop", "p50ms",
-             "p99ms", "p999ms", "rej99us", "depth", "rssMiB");
+             "p99ms", "p999ms", "b%p50", "b%p99", "rej99us", "depth", "rssMiB");
   std::fflush(out);
 }
 
@@ -79,13 +85,14 @@ void print_table_row(std::FILE* out, const PointResult& r) {
                               count(r, Reason::deadline_implausible) - count(r, Reason::shed);
   fmt::print(out,
              "{:<12} {:>5} {:>9.0f} {:>9.0f} {:>6.3f} {:>8} {:>8} {:>8} {:>6} {:>6} {:>8} {:>7} "
-             "{:>7} {:>6.3f} {:>7.4f} {:>7} {:>7} {:>7} {:>8} {:>6} {:>6.0f}{}\n",
+             "{:>7} {:>6.3f} {:>7.4f} {:>7} {:>7} {:>7} {:>6} {:>6} {:>8} {:>6} {:>6.0f}{}\n",
              r.policy, fmt::format("{:g}", r.load), r.offered_per_s, r.goodput_per_s,
              r.goodput_ratio, r.admitted, count(r, Reason::queue_full),
              count(r, Reason::deadline_implausible), count(r, Reason::shed), other,
              r.expired_in_queue, r.cancelled_while_running, r.completed_late,
              r.wasted_work_ratio, r.admitted_then_dropped_ratio, opt(r.latency_p50_ms, 2), opt(r.latency_p99_ms, 2),
-             opt(r.latency_p999_ms, 2), opt(r.rejection_latency_p99_us, 1), r.peak_queue_depth,
+             opt(r.latency_p999_ms, 2), opt(share_percent(r.latency_share_p50), 0),
+             opt(share_percent(r.latency_share_p99), 0), opt(r.rejection_latency_p99_us, 1), r.peak_queue_depth,
              r.peak_rss_mib, r.consistent ? "" : "  (INCONSISTENT: jobs without a fate)");
   std::fflush(out);
 }

@@ -14,6 +14,8 @@ class SandglassPolicy final : public Policy {
  public:
   explicit SandglassPolicy(const PolicyOptions& options)
       : body_{options.body},
+        hints_{options.hints},
+        seed_{options.seed},
         runtime_{{.workers = options.workers,
                   .capacity = options.capacity,
                   .drop_if_cannot_finish = options.drop_if_cannot_finish,
@@ -23,7 +25,9 @@ class SandglassPolicy final : public Policy {
 
   void submit(Recorder& rec, std::size_t i) override {
     const JobHandle job = runtime_.submit(
-        {.kind = "bench", .deadline = Deadline::at(rec.deadline(i))},
+        {.kind = "bench",
+         .deadline = Deadline::at(rec.deadline(i)),
+         .expected = hints_.of(rec.arrival(i).service, seed_, i)},
         [this, service = rec.arrival(i).service](JobContext& ctx) {
           note_left();
           run_sandglass_body(body_, service, ctx);
@@ -72,6 +76,8 @@ class SandglassPolicy final : public Policy {
   }
 
   const Body body_;
+  const Hints hints_;
+  const std::uint64_t seed_;
   Runtime runtime_;  // last: its threads use body_
 };
 

@@ -37,6 +37,7 @@ PointResult summarize(const PointInput& in, const Recorder& rec) {
   r.abandoned = in.abandoned;
 
   std::vector<double> latency_ms;
+  std::vector<double> latency_share;
   std::vector<double> rejection_us;
   std::vector<double> lag_us;
   latency_ms.reserve(rec.size());
@@ -59,6 +60,7 @@ PointResult summarize(const PointInput& in, const Recorder& rec) {
         ++r.on_time;
         if (j.ended - rec.start() < in.length) ++on_time_in_window;
         latency_ms.push_back(millis(j.ended - rec.scheduled(i)));
+        latency_share.push_back(seconds(j.ended - rec.scheduled(i)) / seconds(rec.arrival(i).budget));
         break;
       case Fate::late:
         ++r.completed_late;
@@ -98,6 +100,8 @@ PointResult summarize(const PointInput& in, const Recorder& rec) {
   r.latency_p50_ms = percentile(latency_ms, 0.50);
   r.latency_p99_ms = percentile(latency_ms, 0.99);
   r.latency_p999_ms = percentile(latency_ms, 0.999);
+  r.latency_share_p50 = percentile(latency_share, 0.50);
+  r.latency_share_p99 = percentile(latency_share, 0.99);
   r.rejection_latency_p99_us = percentile(rejection_us, 0.99);
   r.generator_lag_p99_us = percentile(lag_us, 0.99).value_or(0);
   const std::uint64_t fates = r.on_time + r.completed_late + r.rejected_total() - shed +

@@ -44,6 +44,8 @@ struct PointResult {
   double admitted_then_dropped_ratio = 0;
   double wasted_work_ratio = 0;
   std::optional<double> latency_p50_ms, latency_p99_ms, latency_p999_ms;
+  // The same latencies as shares of each job's own budget (0.3: 30 % of it).
+  std::optional<double> latency_share_p50, latency_share_p99;
   std::optional<double> rejection_latency_p99_us;
   std::size_t peak_queue_depth = 0;
   double peak_rss_mib = 0;

@@ -63,6 +63,15 @@ HttpResponse unauthorized(BearerAuth::Verdict verdict) {
   return r;
 }
 
+// Retry-After for a refusal the client may retry: whole seconds, rounded up, at least 1. A
+// refusal that predicted when the same job would be admitted (Outcome::retry_after) says so;
+// when no wait would do (an estimate that never ages out), none is sent.
+std::string retry_after_seconds(const Outcome& outcome) {
+  if (outcome.retry_after == Duration::max()) return {};
+  const auto seconds = std::chrono::ceil<std::chrono::seconds>(outcome.retry_after).count();
+  return std::to_string(std::max<std::int64_t>(seconds, 1));
+}
+
 std::string known_kinds(const KindRegistry& kinds) {
   std::string out;
   for (const std::string& name : kinds.names()) out += (out.empty() ? "" : ", ") + name;
@@ -85,7 +94,10 @@ HttpResponse outcome_response(const Outcome& outcome, const Arrival& arrival) {
   const HttpStatus s = http_status_of(outcome, arrival.cancelled_by_request);
   HttpResponse r{.status = s.code,
                  .body = record_json(outcome.id, outcome.kind, &outcome, {}, {}, arrival)};
-  if (s.retry_after) r.headers.emplace_back("Retry-After", "1");
+  if (s.retry_after) {
+    const std::string seconds = retry_after_seconds(outcome);
+    if (!seconds.empty()) r.headers.emplace_back("Retry-After", seconds);
+  }
   return r;
 }
 
@@ -202,6 +214,7 @@ Api::ClientGone Api::submit(const HttpRequest& request, TimePoint arrived_at, Re
   try {
     handler = kind->prepare(req.args);  // in cluster mode only to check the args here
     if (kind->estimate_key) estimate_key = kind->estimate_key(req.args);
+    if (req.expected == Duration::zero() && kind->expected) req.expected = kind->expected(req.args);
   } catch (const ArgsError& e) {
     respond(error_response(kStatusBadRequest, e.what(), e.field()));
     return {};
@@ -220,7 +233,8 @@ Api::ClientGone Api::submit(const HttpRequest& request, TimePoint arrived_at, Re
     JobSpec spec{.kind = req.kind, .priority = req.priority,
                  .deadline = Deadline::after(budget - std::min(budget, policy.reserve), arrived_at),
                  .idempotency_key = req.idempotency_key,
-                 .estimate_key = std::move(estimate_key)};
+                 .estimate_key = std::move(estimate_key),
+                 .expected = req.expected};
     metrics_.job_submitted(spec.kind, spec.priority);
     auto on_outcome = [this, priority = spec.priority](const Outcome& o) {
       // Only what the daemon decided: never args, results or error texts, which carry content.

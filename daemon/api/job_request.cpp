@@ -142,6 +142,16 @@ std::optional<RequestError> read_timeout_ms(const boost::json::value& v, JobRequ
   return std::nullopt;
 }
 
+// expected_ms: a positive integer, the job's own expected run time (JobSpec::expected).
+std::optional<RequestError> read_expected_ms(const boost::json::value& v, JobRequest& out) {
+  constexpr auto kMaxMs = std::chrono::duration_cast<std::chrono::milliseconds>(Duration::max());
+  if (!v.is_int64() || v.get_int64() <= 0 || v.get_int64() >= kMaxMs.count()) {
+    return RequestError{"expected_ms", "must be a positive integer (milliseconds)"};
+  }
+  out.expected = std::chrono::milliseconds{v.get_int64()};
+  return std::nullopt;
+}
+
 std::optional<RequestError> read_body_field(std::string_view key, const boost::json::value& v,
                                             JobRequest& out) {
   if (key == "kind") {
@@ -156,6 +166,8 @@ std::optional<RequestError> read_body_field(std::string_view key, const boost::j
     out.priority = *p;
   } else if (key == "timeout_ms") {
     return read_timeout_ms(v, out);
+  } else if (key == "expected_ms") {
+    return read_expected_ms(v, out);
   } else if (key == "idempotency_key") {
     if (!v.is_string() || v.get_string().empty() || v.get_string().size() > kMaxIdempotencyKeyBytes) {
       return RequestError{"idempotency_key", "must be a string of 1 to 256 bytes"};

@@ -1,7 +1,7 @@
 // job_request.hpp (private) — `JobRequest`, a validated `POST /v1/jobs`, and its parser.
 //
 //   body:    {"kind": str, "args": object?, "priority": "critical"|"high"|"normal"|"sheddable"?,
-//             "timeout_ms": int?, "idempotency_key": str?}
+//             "timeout_ms": int?, "idempotency_key": str?, "expected_ms": int?}
 //   headers: x-request-timeout-ms, grpc-timeout, idempotency-key (when the body has none)
 //   query:   wait=true|false
 //
@@ -32,6 +32,9 @@ struct JobRequest {
   boost::json::object args;  // empty when the request had none
   Priority priority = Priority::normal;
   std::optional<Duration> budget;
+  // expected_ms, a positive integer: the job's own expected run time (JobSpec::expected);
+  // zero when the request names none.
+  Duration expected{};
   std::string idempotency_key;
   bool wait = true;  // answer with the terminal outcome (else 202 at once)
 };

@@ -204,6 +204,7 @@ std::span<const Field<DaemonConfig>> server_fields();   // server_config.cpp
 std::span<const Field<DaemonConfig>> runtime_fields();  // runtime_config.cpp
 std::span<const Field<DaemonConfig>> budget_fields();   // runtime_config.cpp
 std::span<const Field<DaemonConfig>> records_fields();  // runtime_config.cpp
+std::span<const Field<DaemonConfig>> admission_fields();  // runtime_config.cpp
 
 // server.auth_token_file: reads the token when the key is read (auth_config.cpp).
 void set_auth_token_file(DaemonConfig& c, const Entry& e);

@@ -42,6 +42,7 @@ std::span<const Section> sections() {
                                       {"runtime", runtime_fields()},
                                       {"budget", budget_fields()},
                                       {"records", records_fields()},
+                                      {"admission", admission_fields()},
                                       {"log", kLogFields}};
   return kSections;
 }

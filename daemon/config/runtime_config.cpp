@@ -1,5 +1,5 @@
-// [runtime], [budget] and [records]: the Runtime's options, the budget policy, and how long the
-// daemon keeps the records of finished jobs.
+// [runtime], [budget], [records] and [admission]: the Runtime's options, the budget policy, how
+// long the daemon keeps the records of finished jobs, and the standing-queue rule.
 #include "daemon/config/config_reader.hpp"
 
 #include <utility>
@@ -17,6 +17,7 @@ ConfigError runtime_options_error(const std::string& error) {
       {"estimate_max_age", "runtime.estimate_max_age_ms"},
       {"estimate_age_in_runs", "runtime.estimate_age_in_runs"},
       {"overrun_after", "runtime.overrun_after_ms"},
+      {"queue_delay_target", "admission.queue_delay_target_ms"},
       {"budget.min_useful", "budget.min_ms"},
       {"budget.default_budget", "budget.default_ms"},
       {"budget.max_budget", "budget.max_ms"},
@@ -69,6 +70,14 @@ std::span<const Field<DaemonConfig>> budget_fields() {
     {"reserve_ms", [](DaemonConfig& c, const Entry& e) { c.runtime.budget.reserve = e.ms(0); }},
 };
   return kBudgetFields;
+}
+
+std::span<const Field<DaemonConfig>> admission_fields() {
+  static constexpr Field<DaemonConfig> kAdmissionFields[] = {
+    {"queue_delay_target_ms",
+     [](DaemonConfig& c, const Entry& e) { c.runtime.queue_delay_target = e.ms(0); }},
+};
+  return kAdmissionFields;
 }
 
 std::span<const Field<DaemonConfig>> records_fields() {

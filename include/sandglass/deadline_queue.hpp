@@ -22,7 +22,10 @@
 // workers + `Load::busy_for` (what the running jobs still need, per worker). For an
 // item of a bulkhead group, also: now + the group's own work ahead (queued and parked, in the
 // same order) ÷ the group's limit + `Load::group_busy_for`; the later of the two counts.
-// Predicted finish = start + the newcomer's own `estimate` (a tail figure). Parked items of the
+// Predicted finish = start + the newcomer's own `estimate` (a tail figure). With a limit on the
+// predicted start (Load::start_within, an owner's standing-queue rule), a newcomer predicted to
+// start later than that is refused as queue_full after the deadline test, whether or not it
+// has an estimate: an urgent newcomer that overtakes the queued work still starts early. Parked items of the
 // newcomer's class delay only newcomers of their own group. An item without an estimate (its
 // kind has no samples yet) is never rejected as implausible and counts no work.
 //
@@ -81,7 +84,8 @@
 // false and is decided by `admit` under the lock, exactly. The owner links the inbox into the
 // structure above (`splice`, which `pop`, `take`, `expire`, `remove`, `take_all` and `admit` do
 // first); `admit` and `take_all` first wait until every reservation made before them is
-// linked, so the locked decision sees every item admitted before it, and an item admitted
+// linked (`try_admit` and `try_take_all` decline instead of waiting, for an owner that holds
+// a lock), so the locked decision sees every item admitted before it, and an item admitted
 // lock-free after it sees its work. An upper bound admits only what the exact rule admits,
 // so both paths decide as one EDF queue; the model test in tests/queue checks it.
 //
@@ -100,6 +104,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -165,11 +170,18 @@ struct DeadlineQueueOptions {
 struct Load {
   Duration busy_for{};
   Duration group_busy_for{};  // the same for the newcomer's group: its running jobs ÷ its limit
+  // The latest predicted start admitted, from now: a newcomer predicted to start later is
+  // refused (queue_full, Admission::beyond_target) even if it would finish in time. An owner
+  // that detects a standing queue sets it to its target delay; max(): no limit.
+  Duration start_within = Duration::max();
 };
 
 struct Admission {
   Reason reason = Reason::ok;  // ok, shutting_down, budget_too_small, deadline_implausible, queue_full
   QueueItem* shed = nullptr;   // an item removed to make room; its outcome: rejected, shed
+  // For queue_full: refused because its predicted start is beyond Load::start_within (the
+  // queue holds enough to keep the workers busy), not for want of room.
+  bool beyond_target = false;
   // For deadline_implausible: the item's predicted start (see `predicted_start`), which the
   // decision compared; unset otherwise.
   TimePoint predicted_start{};
@@ -185,8 +197,16 @@ class DeadlineQueue {
   ~DeadlineQueue();
 
   // Links `item` if it passes admission (see the file comment). O(log n), after waiting for
-  // lock-free admissions in flight (a few instructions each) to reach the inbox.
+  // lock-free admissions in flight (a few instructions each) to reach the inbox. Blocks while
+  // a submitter is stopped between its reservation and its push: an owner that guards the
+  // queue with a lock calls try_admit instead.
   Admission admit(QueueItem& item, TimePoint now, Load load = {});
+  // As `admit`, without waiting: when lock-free admissions are still on their way to the
+  // inbox after a brief spin (a submitter preempted between its reservation and its push),
+  // decides nothing, gives back what it reserved and returns nullopt. The caller lets its
+  // lock go (so that its workers and timer are not held up by that submitter) and calls
+  // again. Items it linked from the inbox stay linked.
+  std::optional<Admission> try_admit(QueueItem& item, TimePoint now, Load load = {});
 
   // An upper bound of Load::busy_for at `now`, readable without the owner's lock: called by
   // admit_lock_free after it has read the queued work (see `take`). Must not block.
@@ -197,15 +217,19 @@ class DeadlineQueue {
   // Admits `item` into the inbox without the owner's lock if it is the easy case (see "The
   // inbox" in the file comment); false changes nothing: call `admit` under the lock. Any
   // thread. On true the item belongs to the queue as if `admit` had linked it.
-  bool admit_lock_free(QueueItem& item, TimePoint now, BusyBound busy) noexcept;
+  // `start_within`: as Load::start_within (an item predicted to start later is declined).
+  bool admit_lock_free(QueueItem& item, TimePoint now, BusyBound busy,
+                       Duration start_within = Duration::max()) noexcept;
   // admit_lock_free in two halves, for a caller that must prepare the item in between (a
   // runtime sets the reference a consumer takes, which a declined item should not pay for):
   // `lock_free_may_admit` runs admit_lock_free's tests with plain loads and changes nothing
   // but the item's own counted work (false: admit_lock_free would decline); after a true,
   // `claim_lock_free` reserves, claims and pushes as admit_lock_free does (false changes
   // nothing). Together they decide as admit_lock_free.
-  bool lock_free_may_admit(QueueItem& item, TimePoint now, BusyBound busy) noexcept;
-  bool claim_lock_free(QueueItem& item, TimePoint now, BusyBound busy) noexcept;
+  bool lock_free_may_admit(QueueItem& item, TimePoint now, BusyBound busy,
+                           Duration start_within = Duration::max()) noexcept;
+  bool claim_lock_free(QueueItem& item, TimePoint now, BusyBound busy,
+                       Duration start_within = Duration::max()) noexcept;
   // How far `deadline` is before the latest deadline admitted to class `priority` (zero: not
   // before it): the lock-free path declines an item that is behind (it would overtake queued
   // work). Concurrent submitters of equal budgets are behind by a little when one read the
@@ -264,8 +288,11 @@ class DeadlineQueue {
   void close() noexcept { closed_.store(true, std::memory_order_seq_cst); }
   bool closed() const noexcept { return closed_.load(std::memory_order_seq_cst); }
 
-  // Unlinks all items, highest class first, the inbox's and those in flight included.
+  // Unlinks all items, highest class first, the inbox's and those in flight included. Blocks
+  // as `admit` does; try_take_all does not wait (nullopt: admissions still in flight; nothing
+  // taken, call again, see try_admit).
   std::vector<QueueItem*> take_all();
+  std::optional<std::vector<QueueItem*>> try_take_all();
 
   // The earliest deadline of any queued or parked item; never() when empty.
   Deadline earliest_deadline() const noexcept;
@@ -397,12 +424,15 @@ class DeadlineQueue {
   void unreserve(const QueueItem& item) noexcept;
   void claim_order(Priority priority, TimePoint deadline) noexcept;
   // Splices until every reservation but `own` is linked (lock-free admissions in flight
-  // finish in a few instructions).
-  void settle(std::size_t own);
+  // finish in a few instructions); false if some are still in flight after kSettleSpins
+  // rounds. Never waits longer.
+  bool try_settle(std::size_t own);
+  static constexpr unsigned kSettleSpins = 64;
   // Whether the upper bound of `item`'s predicted finish (see "The inbox") is within its
-  // deadline; `own`: its own reserved work, which the bound leaves out.
+  // deadline, and that of its start within `start_within` of now; `own`: its own reserved
+  // work, which the bound leaves out.
   bool fits(const QueueItem& item, std::size_t cls, TimePoint now, BusyBound busy,
-            std::int64_t own) const noexcept;
+            std::int64_t own, Duration start_within) const noexcept;
   // admit's rules, once the inbox is settled.
   Admission decide(QueueItem& item, TimePoint now, Load load);
   void park(QueueItem& item);

@@ -50,6 +50,11 @@ struct JobSpec {
                                          // kind; finer keys (a command, a query) keep a slow
                                          // variant from making a fast one look implausible.
                                          // Keep the set of keys bounded.
+  // The job's own run time as its submitter expects it (an input's size, a sleep's length);
+  // zero or less: not known. The runtime learns per estimate key how real runs relate to
+  // stated ones and predicts this job from its own size (see RuntimeOptions); without it, from
+  // the key's recent runs.
+  Duration expected{};
   bool admitted = false;                 // admission was decided before the job got here (a
                                          // cluster's claim): the runtime does not predict it again
                                          // and treats it as a key with no samples (admitted,
@@ -92,6 +97,7 @@ struct JobSpecRef {
   CancelTokenRef parent;
   std::string_view idempotency_key;
   std::string_view estimate_key;
+  Duration expected{};
   bool admitted = false;
 
   // An owning copy.
@@ -103,6 +109,7 @@ struct JobSpecRef {
                    .parent = parent.get(),
                    .idempotency_key = std::string{idempotency_key},
                    .estimate_key = std::string{estimate_key},
+                   .expected = expected,
                    .admitted = admitted};
   }
 };
@@ -119,6 +126,7 @@ inline JobSpec::operator JobSpecRef() const noexcept {
                     .parent = parent,
                     .idempotency_key = idempotency_key,
                     .estimate_key = estimate_key,
+                    .expected = expected,
                     .admitted = admitted};
 }
 

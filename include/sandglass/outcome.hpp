@@ -74,6 +74,12 @@ struct Outcome {
   std::string result;  // what the handler passed to JobContext::set_result (in any state)
   std::string error;   // what a failed or cancelled handler threw, if anything; for
                        // deadline_implausible, the prediction against the deadline
+  // For deadline_implausible, and queue_full by the standing-queue rule: how long from the
+  // refusal until the same job (same budget, same size) would be admitted, as predicted then:
+  // once the work ahead of it has drained (to the target delay, for the standing-queue rule),
+  // or, when its estimate alone exceeds its budget, once the samples behind that estimate have
+  // aged out (if no run renews them; max() if they never do). Zero otherwise.
+  Duration retry_after{};
 
   // True if the job's handler ran at least until its first instruction.
   bool started() const noexcept {

@@ -110,6 +110,13 @@ struct RuntimeOptions {
   // by (the README's "Tiny jobs"; at most 200 µs before they look again). Zero: every worker
   // always takes from the queue. Must not be negative.
   Duration tiny_job = std::chrono::microseconds{1};
+  // The standing-queue rule: while every job the workers started for an interval (ten target
+  // delays, at least 100 ms) had waited longer than this target, admission takes only jobs predicted to start
+  // within it of now (others: rejected, queue_full). Bursts that drain within the interval
+  // are absorbed whole, and an urgent job that overtakes the queue under EDF still starts
+  // early. Zero: adaptive, twice a slowly moving mean of the run times, at least 1 ms. Must
+  // not be negative.
+  Duration queue_delay_target{};
 
   // Empty when consistent, else a message naming the offending field.
   std::string validate() const;
@@ -125,6 +132,8 @@ struct RuntimeStats {
   std::size_t peak_queued = 0;
   std::size_t overrunning = 0;  // running jobs that are overrunning now (see overrun.hpp)
   std::uint64_t stand_bys = 0;  // times a worker stood by behind tiny jobs (RuntimeOptions::tiny_job)
+  bool standing_queue = false;  // the standing-queue rule holds now (RuntimeOptions::queue_delay_target)
+  Duration queue_delay_target{};  // its target delay now (fixed, or the adaptive one)
 
   std::uint64_t count(Reason reason) const noexcept {
     return outcomes[static_cast<std::size_t>(reason)];

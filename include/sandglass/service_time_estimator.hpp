@@ -75,6 +75,9 @@ class ServiceTimeEstimator {
   TimePoint next_age_check() const noexcept {
     return window_.empty() ? TimePoint::max() : next_age_check_;
   }
+  // When every kept sample will have aged out if none is recorded meanwhile: the newest
+  // one's time + sample_lifetime(); max() while none is kept or samples never age.
+  TimePoint forgets_all_at() const noexcept;
   // How long a sample is kept: the longer of max_age and age_in_runs × the typical run time, a
   // slowly moving geometric mean of every run recorded (not of the window: after a stall the
   // window may hold only the slow runs it caused, which must not keep themselves alive).

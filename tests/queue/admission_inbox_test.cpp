@@ -12,6 +12,7 @@
 #include <deque>
 #include <latch>
 #include <limits>
+#include <optional>
 #include <random>
 #include <thread>
 #include <tuple>
@@ -272,5 +273,56 @@ TEST_SUITE("DeadlineQueue inbox") {
       return std::tie(a->priority, a->deadline) < std::tie(b->priority, b->deadline);
     }));
     CHECK(q.empty());
+  }
+}
+
+TEST_SUITE("DeadlineQueue inbox") {
+  TEST_CASE("a locked admission does not wait for a lock-free one stopped between its "
+            "reservation and its push" * doctest::timeout(30)) {
+    DeadlineQueue q{{.capacity = 8, .workers = 2}};
+    // The lock-free submitter's bound of the running work: its second call comes after its
+    // reservation (the first is the plain test before it), and stops there until told to go
+    // on, as a submitter preempted there does.
+    struct Stop {
+      std::atomic<int> calls{0};
+      std::latch reserved{1};
+      std::latch go{1};
+    } stop;
+    const DeadlineQueue::BusyBound stopping{
+        [](const void* context, TimePoint) noexcept {
+          auto& s = *static_cast<Stop*>(const_cast<void*>(context));
+          if (s.calls.fetch_add(1) == 1) {
+            s.reserved.count_down();
+            s.go.wait();
+          }
+          return Duration::zero();
+        },
+        &stop};
+    Item stopped;
+    stopped.deadline = Deadline::at(kNow + 100ms);
+    stopped.estimate = 1ms;
+    bool admitted_lock_free = false;
+    std::thread submitter{[&] { admitted_lock_free = q.admit_lock_free(stopped, kNow, stopping); }};
+    stop.reserved.wait();
+
+    // It overtakes the one in flight: the locked way, which declines to wait.
+    Item urgent;
+    urgent.priority = Priority::high;
+    urgent.deadline = Deadline::at(kNow + 50ms);
+    urgent.estimate = 1ms;
+    CHECK_FALSE(q.try_admit(urgent, kNow).has_value());
+    CHECK(q.size() == 1);  // only the reservation in flight: the declined one gave its back
+    std::vector<DroppedItem> dropped;
+    CHECK(q.pop(kNow, dropped) == nullptr);  // the owner's other work goes on meanwhile
+
+    stop.go.count_down();
+    submitter.join();
+    REQUIRE(admitted_lock_free);
+    const std::optional<sandglass::Admission> decided = q.try_admit(urgent, kNow);
+    REQUIRE(decided.has_value());
+    CHECK(decided->admitted());
+    CHECK(q.pop(kNow, dropped) == &urgent);
+    CHECK(q.pop(kNow, dropped) == &stopped);
+    CHECK(dropped.empty());
   }
 }

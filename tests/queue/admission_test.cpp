@@ -693,3 +693,44 @@ TEST_SUITE("DeadlineQueue admission") {
     }
   }
 }
+
+TEST_SUITE("DeadlineQueue standing-queue rule") {
+  TEST_CASE("with a limit on the predicted start, later newcomers of mixed classes, budgets and "
+            "sizes are refused as beyond the target while urgent ones that overtake are admitted") {
+    Items items;
+    DeadlineQueue q{{.capacity = 64, .workers = 2}};
+    // Without a limit a burst is admitted whole: 10 jobs of 4 ms on 2 workers, 20 ms of queue.
+    for (int i = 0; i < 10; ++i) {
+      REQUIRE(q.admit(items.add(i, Priority::normal, kNow + 1s + i * 1ms, 4ms), kNow).admitted());
+    }
+    const Load standing{.start_within = 5ms};
+    SUBCASE("a long-budget job behind the queue is predicted to start in 20 ms: refused") {
+      const Admission a = q.admit(items.add(20, Priority::normal, kNow + 10s, 1ms), kNow, standing);
+      CHECK(a.reason == Reason::queue_full);
+      CHECK(a.beyond_target);
+      CHECK(a.predicted_start == kNow + 20ms);
+      CHECK(q.size() == 10);
+    }
+    SUBCASE("so is a job of a key without an estimate") {
+      const Admission a = q.admit(items.add(21, Priority::normal, kNow + 10s, Duration::zero()), kNow, standing);
+      CHECK(a.beyond_target);
+    }
+    SUBCASE("an urgent job of its class overtakes the queue under EDF: admitted") {
+      CHECK(q.admit(items.add(22, Priority::normal, kNow + 100ms, 30ms), kNow, standing).admitted());
+    }
+    SUBCASE("a job of a higher class starts next: admitted") {
+      CHECK(q.admit(items.add(23, Priority::high, kNow + 10s, 500ms), kNow, standing).admitted());
+    }
+    SUBCASE("a job that cannot finish is still refused as implausible first") {
+      const Admission a = q.admit(items.add(24, Priority::normal, kNow + 10s, 10s), kNow, standing);
+      CHECK(a.reason == Reason::deadline_implausible);
+      CHECK_FALSE(a.beyond_target);
+    }
+    SUBCASE("the lock-free path declines what the limit refuses, and takes what it admits") {
+      const DeadlineQueue::BusyBound idle{[](const void*, TimePoint) noexcept { return Duration::zero(); },
+                                          nullptr};
+      CHECK_FALSE(q.admit_lock_free(items.add(25, Priority::normal, kNow + 10s, 1ms), kNow, idle, 5ms));
+      CHECK(q.admit_lock_free(items.add(26, Priority::normal, kNow + 10s, 1ms), kNow, idle, 30ms));
+    }
+  }
+}

@@ -5,6 +5,8 @@
 
 #include <doctest/doctest.h>
 
+#include "tests/runtime/run_for.hpp"
+
 #include <latch>
 #include <string>
 #include <thread>
@@ -19,17 +21,10 @@ using sandglass::Priority;
 using sandglass::Reason;
 using sandglass::Runtime;
 using sandglass::State;
+using sandglass::test::kForever;
+using sandglass::test::run_for;
 
 namespace {
-
-// Runs for at least `d` of wall time (a handler's length, not a way to order events).
-void run_for(JobContext& ctx, Duration d) {
-  const auto until = sandglass::Clock::now() + d;
-  while (sandglass::Clock::now() < until) {
-    ctx.checkpoint();
-    std::this_thread::sleep_for(100us);
-  }
-}
 
 // Teaches the runtime that `kind` runs for `lengths`, one job after the other.
 void prime(Runtime& rt, const std::string& kind, const std::vector<Duration>& lengths) {
@@ -39,9 +34,6 @@ void prime(Runtime& rt, const std::string& kind, const std::vector<Duration>& le
     REQUIRE(o.state == State::completed);
   }
 }
-
-// Samples that never age out during a test, however slow the machine.
-constexpr Duration kForever = std::chrono::hours{1};
 
 }  // namespace
 

@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include "tests/runtime/run_for.hpp"
+
 #include <boost/asio/use_future.hpp>
 
 #include <string>
@@ -19,21 +21,8 @@ using sandglass::Priority;
 using sandglass::Reason;
 using sandglass::Runtime;
 using sandglass::State;
-
-namespace {
-
-// Runs for at least `d` of wall time (a handler's length, not a way to order events).
-void run_for(JobContext& ctx, Duration d) {
-  const auto until = sandglass::Clock::now() + d;
-  while (sandglass::Clock::now() < until) {
-    ctx.checkpoint();
-    std::this_thread::sleep_for(100us);
-  }
-}
-
-constexpr Duration kForever = std::chrono::hours{1};  // samples never age out in a test
-
-}  // namespace
+using sandglass::test::kForever;
+using sandglass::test::run_for;
 
 TEST_SUITE("Runtime estimate keys") {
   TEST_CASE("a slow key's estimate does not make a fast key of the same kind implausible" *

@@ -9,6 +9,7 @@ using sandglass::Deadline;
 using sandglass::Duration;
 using sandglass::TimePoint;
 using sandglass::detail::append_duration;
+using sandglass::detail::fits_after;
 using sandglass::detail::implausible_message;
 
 namespace {
@@ -52,5 +53,21 @@ TEST_SUITE("implausible_message") {
     CHECK(implausible_message(now + 10ms, now, 5ms, Deadline::at(now + 1s), "q") ==
           "predicted finish 15ms after submission (start in 10ms + estimate 5ms for q) fits the "
           "deadline in 1s, but it would make a queued job of its class miss its own");
+  }
+
+  TEST_CASE("an estimate scaled from the job's own expected run time says so") {
+    const TimePoint now{100s};
+    CHECK(implausible_message(now + 18ms, now, 12ms, Deadline::at(now + 20ms), "sleep", 10ms) ==
+          "predicted finish 30ms after submission (start in 18ms + estimate 12ms for sleep, from "
+          "its expected 10ms) > deadline in 20ms");
+  }
+
+  TEST_CASE("the same job fits once the work ahead of it has drained") {
+    const TimePoint now{100s};
+    // Finish 1.2 s after now against a deadline 200 ms after it: 1 s later it would fit.
+    CHECK(fits_after(now + 900ms, now, 300ms, Deadline::at(now + 200ms)) == 1s);
+    // It fits its own deadline (refused for a queued job's promise): once it would start now.
+    CHECK(fits_after(now + 10ms, now, 5ms, Deadline::at(now + 1s)) == 10ms);
+    CHECK(fits_after(now, now, 5ms, Deadline::at(now + 1s)) == Duration::zero());
   }
 }

@@ -55,6 +55,10 @@ struct JobKind {
   // Empty, or no function: the kind. Keys must come from the config, never from the request's
   // free text, so that their number stays bounded. Called on an I/O thread after `prepare`.
   std::function<std::string(const boost::json::object& args)> estimate_key;
+  // Optional: the run time a job with these (valid) `args` says it takes of itself, used as
+  // its JobSpec::expected when the request names no `expected_ms`. Zero, or no function: none.
+  // Called on an I/O thread after `prepare`.
+  std::function<Duration(const boost::json::object& args)> expected;
 };
 
 class KindRegistry {

@@ -41,6 +41,21 @@ TEST_SUITE("job request") {
     CHECK(std::get<JobRequest>(r).args.empty());
   }
 
+  TEST_CASE("expected_ms is the job's own expected run time; anything but a positive integer "
+            "is refused naming it") {
+    const auto r = parse_job_request(post(R"({"kind":"sleep","expected_ms":40})"), 32);
+    REQUIRE(std::holds_alternative<JobRequest>(r));
+    CHECK(std::get<JobRequest>(r).expected == sandglass::Duration{40ms});
+    CHECK(std::get<JobRequest>(parse_job_request(post(R"({"kind":"sleep"})"), 32)).expected ==
+          sandglass::Duration::zero());
+    for (const char* bad : {R"(0)", R"(-5)", R"(1.5)", R"("40")", R"(null)", R"(18446744073709551615)"}) {
+      CAPTURE(bad);
+      const auto e = parse_job_request(post(std::string{R"({"kind":"sleep","expected_ms":)"} + bad + "}"), 32);
+      REQUIRE(std::holds_alternative<RequestError>(e));
+      CHECK(std::get<RequestError>(e).field == "expected_ms");
+    }
+  }
+
   TEST_CASE("a huge timeout_ms saturates instead of overflowing") {
     const auto r = parse_job_request(post(R"({"kind":"sleep","timeout_ms":18446744073709551615})"), 32);
     REQUIRE(std::holds_alternative<JobRequest>(r));

@@ -173,6 +173,14 @@ TEST_SUITE("DaemonConfig") {
           "runtime.estimate_window: must be an integer between 1 and 1000000, got 0");
   }
 
+  TEST_CASE("admission.queue_delay_target_ms sets the standing-queue rule's target; 0 is adaptive") {
+    CHECK(parse_config("[admission]\nqueue_delay_target_ms = 15\n").runtime.queue_delay_target ==
+          std::chrono::milliseconds{15});
+    CHECK(parse_config("").runtime.queue_delay_target == sandglass::Duration::zero());
+    CHECK(parse_error("[admission]\nqueue_delay_target_ms = -1\n").what.rfind(
+              "admission.queue_delay_target_ms: ", 0) == 0);
+  }
+
   TEST_CASE("estimate_age_in_runs sets how many median runs a run time is kept at least") {
     CHECK(parse_config("[runtime]\nestimate_age_in_runs = 2.5\n").runtime.estimate_age_in_runs ==
           2.5);
@@ -201,7 +209,7 @@ TEST_SUITE("DaemonConfig") {
       const Thrown e = parse_error("workers = 4\n");
       CHECK(e.key == "workers");
       CHECK(e.what ==
-            "workers: unknown key; known tables: server, runtime, budget, records, log, kinds, "
+            "workers: unknown key; known tables: server, runtime, budget, records, admission, log, kinds, "
             "commands, upstreams, databases, queries, cluster");
     }
     SUBCASE("in a kind") {
@@ -483,6 +491,7 @@ TEST_SUITE("DaemonConfig") {
     CHECK(c.runtime.estimate_window == d.runtime.estimate_window);
     CHECK(c.runtime.estimate_max_age == d.runtime.estimate_max_age);
     CHECK(c.runtime.overrun_after == d.runtime.overrun_after);
+    CHECK(c.runtime.queue_delay_target == d.runtime.queue_delay_target);
     CHECK(c.drain_timeout == d.drain_timeout);
     CHECK(c.records.keep == d.records.keep);
     CHECK(c.records.max_count == d.records.max_count);
