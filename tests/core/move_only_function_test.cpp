@@ -147,7 +147,7 @@ TEST_SUITE("MoveOnlyFunction") {
     }
   }
 
-  TEST_CASE("assignment replaces and destroys the old callable; self-move keeps it") {
+  TEST_CASE("assignment replaces and destroys the old callable, self-move keeps it") {
     REQUIRE(Tracked::alive == 0);
     {
       MoveOnlyFunction<int()> fn{[t = Tracked{}] { return 1; }};

@@ -89,7 +89,7 @@ TEST_SUITE("sandglassd auth") {
     CHECK(http(d.port(), "GET", "/healthz", {}, bearer("wrong")).status == 200);
   }
 
-  TEST_CASE("a 401 closes the connection after its answer; a new one with the token is served" *
+  TEST_CASE("a 401 closes the connection after its answer, a new one with the token is served" *
             doctest::timeout(60)) {
     const TokenFile token = token_file();
     DaemonProcess d{{"--auth-token-file", token.path()}};

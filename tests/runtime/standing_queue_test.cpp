@@ -45,7 +45,7 @@ TEST_SUITE("StandingQueue") {
   }
 
   TEST_CASE("jobs that all wait longer than the target for a whole interval make a standing "
-            "queue; one short wait or an empty queue ends it") {
+            "queue, one short wait or an empty queue ends it") {
     StandingQueue q{2ms};
     for (int i = 0; i <= 20; ++i) q.on_start(3ms, kT0 + i * 5ms);
     CHECK(q.standing());
@@ -75,8 +75,8 @@ TEST_SUITE("StandingQueue") {
 }
 
 TEST_SUITE("Runtime standing queue") {
-  TEST_CASE("a burst is admitted whole; once the queue stands, only jobs predicted to start "
-            "within the target are admitted, urgent ones included; a drained queue ends the rule" *
+  TEST_CASE("a burst is admitted whole, once the queue stands, only jobs predicted to start "
+            "within the target are admitted, urgent ones included, a drained queue ends the rule" *
             doctest::timeout(60)) {
     Runtime rt{{.workers = 1, .capacity = 64, .estimate_max_age = kForever,
                 .queue_delay_target = 2ms}};  // interval: 100 ms

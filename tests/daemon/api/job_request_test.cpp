@@ -41,7 +41,7 @@ TEST_SUITE("job request") {
     CHECK(std::get<JobRequest>(r).args.empty());
   }
 
-  TEST_CASE("expected_ms is the job's own expected run time; anything but a positive integer "
+  TEST_CASE("expected_ms is the job's own expected run time, anything but a positive integer "
             "is refused naming it") {
     const auto r = parse_job_request(post(R"({"kind":"sleep","expected_ms":40})"), 32);
     REQUIRE(std::holds_alternative<JobRequest>(r));

@@ -56,7 +56,7 @@ std::vector<std::uint64_t> sorted(std::vector<std::uint64_t> v) {
 TEST_SUITE("cluster") {
 
 TEST_CASE("a submission marks a job awaited when its submitter waits, or a waiting keyed retry "
-          "attaches to it; never unmarks one" * doctest::timeout(120)) {
+          "attaches to it, never unmarks one" * doctest::timeout(120)) {
   MigratedDb db;
   CHECK(submit(db, "{NULL,NULL,k1,k2,k3,k3}", "{t,f,f,t,f,t}") ==
         "admitted:1,admitted:2,admitted:3,admitted:4,admitted:5,attached:5");
@@ -81,7 +81,7 @@ TEST_CASE("a submission marks a job awaited when its submitter waits, or a waiti
 }
 
 TEST_CASE("an exchange announces the outcomes someone waits for, and all it writes when it shares "
-          "its run times; retired and cancelled jobs are announced only when awaited" *
+          "its run times, retired and cancelled jobs are announced only when awaited" *
           doctest::timeout(120)) {
   MigratedDb db;
   OutcomeListener heard{db.pg};

@@ -23,7 +23,7 @@ std::string error_key(const std::string& toml) {
 
 TEST_SUITE("cluster config") {
 
-TEST_CASE("without [cluster] there is no cluster; with it the defaults apply") {
+TEST_CASE("without [cluster] there is no cluster, with it the defaults apply") {
   CHECK_FALSE(parse_config("").cluster.has_value());
   const auto c = parse_config("[cluster]\nconninfo = \"host=10.0.0.5 dbname=q\"\n");
   REQUIRE(c.cluster.has_value());

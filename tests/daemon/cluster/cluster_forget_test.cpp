@@ -13,7 +13,7 @@ using namespace std::chrono_literals;
 
 TEST_SUITE("cluster") {
 
-TEST_CASE("finished records are forgotten on every node after records.keep_ms; queued and "
+TEST_CASE("finished records are forgotten on every node after records.keep_ms, queued and "
           "running jobs stay, and a keyed retry of a forgotten job runs anew" *
           doctest::timeout(120)) {
   ClusterFixture c;

@@ -33,7 +33,7 @@ std::string column(ClusterFixture& c, std::uint64_t id, const std::string& name)
 TEST_SUITE("cluster") {
 
 TEST_CASE("a job queued while every node is busy sends no NOTIFY and starts when a worker frees "
-          "up; once a node is hungry, the next one queued wakes it" * doctest::timeout(60)) {
+          "up, once a node is hungry, the next one queued wakes it" * doctest::timeout(60)) {
   ClusterFixture c;
   DaemonProcess& a = slow_polling_node(c);
   DaemonProcess& b = slow_polling_node(c);

@@ -11,7 +11,7 @@ using namespace std::chrono_literals;
 TEST_SUITE("cluster") {
 
 TEST_CASE("with every worker busy a job is refused when the running job's rest and its own run "
-          "do not fit its budget; with a worker idle the same job is admitted" *
+          "do not fit its budget, with a worker idle the same job is admitted" *
           doctest::timeout(120)) {
   ClusterFixture c;
   DaemonProcess& a = c.node({"sleep"}, 1);

@@ -75,7 +75,7 @@ TEST_SUITE("cluster pg session") {
     CHECK(db.exec("SELECT * FROM f($1)", {"10"}).text(0, 0) == "10!");
   }
 
-  TEST_CASE("past the limit of prepared texts the others run unprepared; errors name the server" *
+  TEST_CASE("past the limit of prepared texts the others run unprepared, errors name the server" *
             doctest::timeout(120)) {
     PostgresServer pg;
     PgSession db = PgSession::open(pg.conninfo());

@@ -105,7 +105,7 @@ TEST_CASE("kill -9 of the node running a job: another node claims it again withi
         1);
 }
 
-TEST_CASE("kill -9 after a job's commit point ends it node_lost; it never runs again" *
+TEST_CASE("kill -9 after a job's commit point ends it node_lost, it never runs again" *
           doctest::timeout(120)) {
   ClusterFixture c;
   c.node({"sleep"});
@@ -288,7 +288,7 @@ TEST_CASE("cluster admission refuses work the cluster cannot finish in time, and
   CHECK(text(json_of(full), "reason") == "queue_full");
 }
 
-TEST_CASE("a budget shorter than the tail estimate is refused by the node itself; a keyed one asks the database" *
+TEST_CASE("a budget shorter than the tail estimate is refused by the node itself, a keyed one asks the database" *
           doctest::timeout(120)) {
   ClusterFixture c;
   DaemonProcess& a = c.node({"sleep"}, 1);
@@ -355,7 +355,7 @@ TEST_CASE("args the claiming node's kind refuses end the job failed, and that no
   CHECK(text(json_of(next), "node") == ClusterFixture::name_of(runner));
 }
 
-TEST_CASE("SIGTERM drains a node's own running jobs and it leaves; the other nodes go on" *
+TEST_CASE("SIGTERM drains a node's own running jobs and it leaves, the other nodes go on" *
           doctest::timeout(120)) {
   ClusterFixture c;
   DaemonProcess& a = c.node({"sleep"});
@@ -392,7 +392,7 @@ TEST_CASE("an unreachable database fails the start with an error naming its host
   }
 }
 
-TEST_CASE("--migrate applies the schema once; a database migrated by a newer sandglassd is refused" *
+TEST_CASE("--migrate applies the schema once, a database migrated by a newer sandglassd is refused" *
           doctest::timeout(60)) {
   PostgresServer pg;
   const std::string path = write_temp_file("cluster.toml", "[cluster]\nconninfo = \"" + pg.conninfo() + "\"\n");

@@ -173,7 +173,7 @@ TEST_SUITE("DaemonConfig") {
           "runtime.estimate_window: must be an integer between 1 and 1000000, got 0");
   }
 
-  TEST_CASE("admission.queue_delay_target_ms sets the standing-queue rule's target; 0 is adaptive") {
+  TEST_CASE("admission.queue_delay_target_ms sets the standing-queue rule's target, 0 is adaptive") {
     CHECK(parse_config("[admission]\nqueue_delay_target_ms = 15\n").runtime.queue_delay_target ==
           std::chrono::milliseconds{15});
     CHECK(parse_config("").runtime.queue_delay_target == sandglass::Duration::zero());

@@ -89,7 +89,7 @@ TEST_SUITE("http status table") {
     }
   }
 
-  TEST_CASE("a submitter whose job a DELETE cancelled gets 409; its own disconnect stays 499") {
+  TEST_CASE("a submitter whose job a DELETE cancelled gets 409, its own disconnect stays 499") {
     const Outcome running = outcome(State::cancelled, Reason::cancelled_while_running, CancelCause::caller);
     const Outcome queued = outcome(State::cancelled, Reason::cancelled_in_queue, CancelCause::caller);
     CHECK(http_status_of(running, true).code == 409);
