@@ -48,6 +48,8 @@ class ClusterMetrics {
   prometheus::Counter& forgotten;
   prometheus::Counter& commit_points;
   prometheus::Counter& commit_refused;
+  prometheus::Counter& intake_settled;
+  prometheus::Counter& waits_timed;
   prometheus::Histogram& claim_latency;
   prometheus::Histogram& batch_size;
   prometheus::Histogram& notify_lag;
