@@ -2,44 +2,17 @@
 // waiter whose NOTIFY never comes, a connection lost while a submission's COMMIT was under way.
 // Each request gets an answer, and each accepted submission exactly one row.
 #include "cluster/cluster_fixture.hpp"
+#include "cluster/held_session.hpp"
 #include "cluster/tcp_proxy.hpp"
 
 #include <doctest/doctest.h>
-#include <libpq-fe.h>
 
 #include <future>
-#include <memory>
 
 using namespace sandglass::testing;
 using namespace std::chrono_literals;
 
 namespace {
-
-// One session of the test's own, kept open, to hold a lock across the node's statements.
-class HeldSession {
- public:
-  explicit HeldSession(const std::string& conninfo) : conn_{PQconnectdb(conninfo.c_str()), PQfinish} {
-    if (PQstatus(conn_.get()) != CONNECTION_OK) throw std::runtime_error{PQerrorMessage(conn_.get())};
-  }
-  void exec(const std::string& sql) {
-    const std::unique_ptr<PGresult, void (*)(PGresult*)> r{PQexec(conn_.get(), sql.c_str()), PQclear};
-    const ExecStatusType s = PQresultStatus(r.get());
-    if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) throw std::runtime_error{PQerrorMessage(conn_.get())};
-  }
-
- private:
-  std::unique_ptr<PGconn, void (*)(PGconn*)> conn_;
-};
-
-// A node of `kinds` whose database connections go through `proxy`.
-DaemonProcess& node_behind(ClusterFixture& c, const TcpProxy& proxy, const std::vector<std::string>& kinds) {
-  std::string config = c.config(kinds, /*workers=*/2);
-  const std::string direct = "port=" + std::to_string(c.pg.port());
-  config.replace(config.find(direct), direct.size(), "port=" + std::to_string(proxy.port()));
-  c.nodes.push_back(std::make_unique<DaemonProcess>(
-      std::vector<std::string>{"--config", write_temp_file("cluster.toml", config)}));
-  return *c.nodes.back();
-}
 
 const std::string kSleep = R"({"kind":"sleep","args":{"ms":5}})";
 
@@ -154,7 +127,7 @@ TEST_CASE("a submission whose connection broke after its COMMIT was sent is answ
           "found by its intake token, and runs once" * doctest::timeout(120)) {
   ClusterFixture c;
   TcpProxy proxy{c.pg.port()};
-  DaemonProcess& a = node_behind(c, proxy, {"sleep"});
+  DaemonProcess& a = c.node_through(proxy.port(), {"sleep"});
   CAPTURE(a.log());
   c.log_outcomes();
   REQUIRE(post_job(a.port(), kSleep).status == 200);  // the intake's sessions are open
