@@ -22,6 +22,31 @@ namespace {
 
 using Result = std::variant<JobRequest, RequestError>;
 
+// An idempotency key is stored as text and sent in text arrays, so it must be well-formed UTF-8
+// (no overlong forms, surrogates or code points past U+10FFFF) without NUL.
+bool storable_key(std::string_view key) {
+  for (std::size_t i = 0; i < key.size();) {
+    const auto b = static_cast<unsigned char>(key[i]);
+    if (b == 0) return false;
+    if (b < 0x80) {
+      ++i;
+      continue;
+    }
+    const std::size_t n = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC2 ? 2 : 0;
+    if (n == 0 || b > 0xF4 || i + n > key.size()) return false;
+    char32_t cp = b & (0x7F >> n);
+    for (std::size_t k = 1; k < n; ++k) {
+      const auto c = static_cast<unsigned char>(key[i + k]);
+      if ((c & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (c & 0x3F);
+    }
+    const bool overlong = (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000);
+    if (overlong || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return false;
+    i += n;
+  }
+  return true;
+}
+
 // A Boost.JSON parser handler that only looks for a key that appears twice in one object.
 // Boost.JSON keeps the last of them; another reader (a proxy, a log, a second parser) may keep
 // the first, and then two parties act on different requests. So a body with one is refused.
@@ -172,6 +197,9 @@ std::optional<RequestError> read_body_field(std::string_view key, const boost::j
     if (!v.is_string() || v.get_string().empty() || v.get_string().size() > kMaxIdempotencyKeyBytes) {
       return RequestError{"idempotency_key", "must be a string of 1 to 256 bytes"};
     }
+    if (!storable_key(v.get_string())) {
+      return RequestError{"idempotency_key", "must not contain NUL (\\u0000)"};
+    }
     out.idempotency_key = v.get_string();
   } else if (key.empty()) {
     // An error must name a field; an empty one would name none (found by fuzz_job_request).
@@ -268,6 +296,9 @@ std::variant<JobRequest, RequestError> parse_job_request(const HttpRequest& requ
   if (const auto key = request.header(kIdempotencyKeyHeader)) {
     if (key->empty() || key->size() > kMaxIdempotencyKeyBytes) {
       return RequestError{std::string{kIdempotencyKeyHeader}, "must be 1 to 256 bytes"};
+    }
+    if (!storable_key(*key)) {
+      return RequestError{std::string{kIdempotencyKeyHeader}, "must be UTF-8 text without NUL"};
     }
     if (!out.idempotency_key.empty() && out.idempotency_key != *key) {
       return RequestError{"idempotency_key",

@@ -59,6 +59,13 @@ ClusterMetrics::ClusterMetrics()
       fenced_runs{counter(*registry_, "sandglass_cluster_fenced_runs_total",
                           "Runs this node cancelled because it lost its lease (their jobs are no "
                           "longer its own)")},
+      intake_settled{counter(*registry_, "sandglass_cluster_intake_settled_total",
+                             "Submissions whose statement broke with its connection and whose "
+                             "row was then found by its intake token (answered, not inserted "
+                             "again)")},
+      waits_timed{counter(*registry_, "sandglass_cluster_waits_timed_total",
+                          "Waiting clients answered by their timer (the job's deadline plus the "
+                          "reserve) rather than by a NOTIFY")},
       claim_latency{histogram(*registry_, "sandglass_cluster_claim_seconds",
                               "Time of one claim statement (with the outcomes it writes), as this "
                               "node waits for it",

@@ -51,6 +51,8 @@ class ClusterMetrics {
   prometheus::Counter& stale_runs;
   prometheus::Counter& leases_lost;
   prometheus::Counter& fenced_runs;
+  prometheus::Counter& intake_settled;
+  prometheus::Counter& waits_timed;
   prometheus::Histogram& claim_latency;
   prometheus::Histogram& batch_size;
   prometheus::Histogram& notify_lag;

@@ -53,6 +53,7 @@ ClusterNode::Impl::Impl(const DaemonConfig& config, const KindRegistry& kinds, R
     spdlog::info("cluster database at {}: schema migrated from version {} to {}", db.server(),
                  report.from_version, report.to_version);
   }
+  db.limit(session_timeouts());  // the migration ran without them
   main_db_.emplace(std::move(db));
 }
 
@@ -122,20 +123,13 @@ void ClusterNode::Impl::stop(Duration flush_for) {
   listener_wake_.wake();
   listener_ = {};
   // Waiters of jobs that run elsewhere: the job goes on; this node no longer follows it.
-  std::unordered_map<JobId, std::vector<Respond>> waiters;
-  {
-    std::lock_guard lock{wait_mu_};
-    waiters.swap(waiters_);
-  }
-  for (auto& [id, list] : waiters) {
-    for (Respond& respond : list) {
-      HttpResponse r = json_error(kStatusServiceUnavailable,
-                                  fmt::format("this node is shutting down; job {} goes on: ask "
-                                              "another node for GET /v1/jobs/{}", id, id),
-                                  "id");
-      r.headers.emplace_back("Retry-After", "1");
-      respond(std::move(r));
-    }
+  for (Waiter& w : waiters_.take_all()) {
+    HttpResponse r = json_error(kStatusServiceUnavailable,
+                                fmt::format("this node is shutting down; job {} goes on: ask "
+                                            "another node for GET /v1/jobs/{}", w.id, w.id),
+                                "id");
+    r.headers.emplace_back("Retry-After", "1");
+    w.respond(std::move(r));
   }
   try {
     if (main_db_ && !main_db_->broken()) {
@@ -156,7 +150,7 @@ std::string ClusterNode::Impl::metrics_text() const {
 void ClusterNode::Impl::ensure(std::optional<PgSession>& db) {
   if (db && !db->broken()) return;
   db.reset();
-  db.emplace(PgSession::open(config_.conninfo));
+  db.emplace(PgSession::open(config_.conninfo, session_timeouts()));
   // Named after this incarnation: a sweep that judges it lost ends its sessions.
   if (const std::string owner = this->owner(); !owner.empty()) {
     db->exec("SELECT set_config('application_name', sandglass_session_name($1), false)", {owner});

@@ -35,6 +35,7 @@ void ClusterNode::Impl::join(PgSession& db) {
                                   node_, refused.text(0, 0))};
   }
   lease_.begin(owner, sent);
+  announce_kinds(db);  // each incarnation's row names the kinds it serves
 }
 
 void ClusterNode::Impl::lease_lost(PgSession& db) {

@@ -46,7 +46,8 @@ ClusterNode::ClientGone ClusterNode::Impl::submit(JobRequest req, TimePoint arri
   const bool keyed = !req.idempotency_key.empty();
   {
     std::lock_guard lock{intake_mu_};
-    submit_queue_.push_back(Pending{std::move(req), arrived_at, std::move(respond), state});
+    submit_queue_.push_back(
+        Pending{std::move(req), arrived_at, new_intake_token(), std::move(respond), state});
   }
   intake_cv_.notify_one();
   if (!wait) return {};
@@ -97,6 +98,11 @@ void ClusterNode::Impl::post(Task run, Respond on_failure) {
 void ClusterNode::Impl::intake_loop(std::stop_token st) {
   std::optional<PgSession> db;
   std::vector<Pending> submits;
+  try {
+    ensure(db);
+  } catch (const PgError& e) {
+    db_failed(e, "intake");
+  }
   while (!st.stop_requested()) {
     QueuedTask task;
     {
@@ -114,31 +120,11 @@ void ClusterNode::Impl::intake_loop(std::stop_token st) {
       }
     }
     if (!submits.empty()) {
-      // A second try on a live session: the first may have lost a serialization race.
-      for (int attempt = 0; attempt < 2 && !submits.empty(); ++attempt) {
-        try {
-          ensure(db);
-          insert(*db, submits);
-          break;
-        } catch (const PgError& e) {
-          db_failed(e, "intake");
-          if (attempt == 0 && db && !db->broken()) continue;
-          for (Pending& p : submits) {
-            if (p.respond) std::exchange(p.respond, {})(unreachable());  // exactly once
-          }
-          break;
-        }
-      }
+      submit_batch(db, submits);
       submits.clear();
       continue;
     }
-    try {
-      ensure(db);
-      task.run(*db);
-    } catch (const PgError& e) {
-      db_failed(e, "intake");
-      if (task.on_failure) task.on_failure(unreachable());
-    }
+    run_task(db, task);
   }
 }
 
@@ -169,7 +155,7 @@ void ClusterNode::Impl::record_run(const std::string& kind, Duration run) {
 }
 
 void ClusterNode::Impl::insert(PgSession& db, std::vector<Pending>& batch) {
-  std::vector<std::optional<std::string>> kinds, args, keys, fingerprints;
+  std::vector<std::optional<std::string>> kinds, args, keys, fingerprints, tokens;
   std::vector<std::string> waits;  // "t": the submitter waits, so the job is awaited
   std::vector<std::int64_t> priorities, remaining, budgets, works, tails;
   std::vector<std::size_t> sent;  // indexes into batch
@@ -199,6 +185,7 @@ void ClusterNode::Impl::insert(PgSession& db, std::vector<Pending>& batch) {
     works.push_back(us_of(work));
     tails.push_back(us_of(tail));
     waits.emplace_back(req.wait ? "t" : "f");
+    tokens.emplace_back(batch[i].token);
     sent.push_back(i);
   }
   if (sent.empty()) return;
@@ -228,11 +215,12 @@ void ClusterNode::Impl::insert(PgSession& db, std::vector<Pending>& batch) {
       db,
       "SELECT ord, job_id, verdict, remaining_us FROM sandglass_submit_claim($1, $2, $3, "
       "$4::text[], $5::text[], $6::text[], $7::smallint[], $8::text[], $9::text[], "
-      "$10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14, $15::boolean[])",
+      "$10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14, $15::boolean[], "
+      "$16::uuid[])",
       {node_, owner(), std::to_string(reserved), served_array_, text_array(kinds), text_array(args),
        int_array(priorities), text_array(keys), text_array(fingerprints), int_array(remaining),
        int_array(budgets), int_array(works), int_array(tails),
-       std::to_string(config_.lease.count()), text_array(waits)},
+       std::to_string(config_.lease.count()), text_array(waits), text_array(tokens)},
       /*may_claim=*/reserved > 0);  // claims at insert
   metrics_.intake_statement.Observe(std::chrono::duration<double>(Clock::now() - asked).count());
   std::vector<Claimed> claimed;
@@ -253,7 +241,7 @@ void ClusterNode::Impl::insert(PgSession& db, std::vector<Pending>& batch) {
       admitted(db, p, id, verdict, respond);  // a waiter is added before the job can end
     } catch (const PgError& e) {
       db_failed(e, "intake");
-      respond(unreachable());
+      respond(not_served(e));
     }
   }
   unreserve.n -= claimed.size();  // these workers are the claimed jobs' now
@@ -301,7 +289,9 @@ void ClusterNode::Impl::admitted(PgSession& db, const Pending& p, JobId id,
       p.state->id = id;
       gone = p.state->gone;
     }
-    add_waiter(id, respond);
+    // Answered by the NOTIFY of its outcome, or at the latest once its own deadline plus the
+    // reserve has passed (that is, its granted budget from its arrival), by a read of the row.
+    add_waiter(id, respond, Deadline::after(budget_.grant(req.budget).budget, p.arrived_at).time_point());
     if (gone) client_left(id, keyed);
     return;
   }

@@ -4,8 +4,10 @@
 // i.e. its last claim came back short, 009_hungry_nodes.sql); after a reconnect it reads what the
 // NOTIFYs it missed would have said. An outcome is announced only when its job is awaited or
 // its node shares that batch's run times (008_awaited_outcomes.sql); every waiter registered
-// here is for an awaited job (its submission's statement marked it), so its NOTIFY comes. The
-// notify lag is observed for this node's announced outcomes only.
+// here is for an awaited job (its submission's statement marked it), so its NOTIFY comes; and
+// should it not (lost with a connection, or the outcome fell out of the recent ones before its
+// waiter came), each waiter's timer has the listener read the row (Waiters). The notify lag is
+// observed for this node's announced outcomes only.
 #include "daemon/cluster/job_rows.hpp"
 #include "daemon/cluster/node_impl.hpp"
 
@@ -15,26 +17,12 @@ namespace sandglass::daemon::cluster {
 
 using std::chrono::microseconds;
 
-void ClusterNode::Impl::add_waiter(JobId id, const Respond& respond) {
-  {
-    std::lock_guard lock{wait_mu_};
-    if (!recent_set_.contains(id)) {
-      waiters_[id].push_back(respond);
-      return;
-    }
-    // Its outcome's NOTIFY came before this waiter: the listener reads the record.
-    late_.push_back({id, respond});
-  }
-  listener_wake_.wake();
-}
-
-void ClusterNode::Impl::remember_outcome(JobId id) {  // under wait_mu_
-  if (recent_set_.insert(id).second) {
-    recent_.push_back(id);
-    if (recent_.size() > kRecentOutcomes) {
-      recent_set_.erase(recent_.front());
-      recent_.pop_front();
-    }
+void ClusterNode::Impl::add_waiter(JobId id, const Respond& respond, TimePoint due) {
+  // Its outcome's NOTIFY came before this waiter (late), or its due time may come before the
+  // listener's next wake-up (at most poll_ms away): the listener looks again now.
+  const bool late = waiters_.add(id, respond, due);
+  if (late || due < Deadline::after(config_.poll).time_point()) {
+    listener_wake_.wake();
   }
 }
 
@@ -58,9 +46,11 @@ void ClusterNode::Impl::listener_loop(std::stop_token st) {
         }
         resync = true;
       }
-      const auto notes = db->wait_notifications(Deadline::after(config_.poll), listener_wake_.fd());
+      const TimePoint until = std::min(Deadline::after(config_.poll).time_point(), waiters_.next_due());
+      const auto notes = db->wait_notifications(Deadline::at(until), listener_wake_.fd());
       listener_wake_.clear();
       handle_notifications(*db, notes);
+      answer_due(*db);
     } catch (const PgError& e) {
       db_failed(e, "listener");
       db.reset();
@@ -72,13 +62,9 @@ void ClusterNode::Impl::listener_loop(std::stop_token st) {
 }
 
 void ClusterNode::Impl::handle_notifications(PgSession& db, const std::vector<Notification>& notes) {
-  std::vector<std::pair<JobId, Respond>> to_answer;
+  std::vector<Waiter> to_answer = waiters_.take_late();
   bool queued = false;
   const TimePoint now = Clock::now();
-  {
-    std::lock_guard lock{wait_mu_};
-    to_answer.swap(late_);
-  }
   for (const Notification& n : notes) {
     if (n.channel == "sandglass_queued") {
       queued = true;
@@ -107,7 +93,7 @@ void ClusterNode::Impl::handle_notifications(PgSession& db, const std::vector<No
 // One outcome line "ID KIND RUN_US": learns the run time, the notify lag, and moves the job's
 // waiters to `to_answer`.
 void ClusterNode::Impl::outcome_noticed(std::string_view line, TimePoint now,
-                     std::vector<std::pair<JobId, Respond>>& to_answer) {
+                                        std::vector<Waiter>& to_answer) {
   const std::size_t sp = line.find(' ');
   const auto parsed = parse_int(line.substr(0, sp));
   if (!parsed || sp == std::string_view::npos) return;
@@ -126,55 +112,47 @@ void ClusterNode::Impl::outcome_noticed(std::string_view line, TimePoint now,
       finish_sent_.erase(it);
     }
   }
-  std::lock_guard lock{wait_mu_};
-  remember_outcome(id);
-  if (const auto it = waiters_.find(id); it != waiters_.end()) {
-    for (Respond& r : it->second) to_answer.emplace_back(it->first, std::move(r));
-    waiters_.erase(it);
-  }
+  for (Waiter& w : waiters_.noticed(id)) to_answer.push_back(std::move(w));
 }
 
-void ClusterNode::Impl::answer(PgSession& db, std::vector<std::pair<JobId, Respond>> to_answer) {
-  if (to_answer.empty()) return;
+std::size_t ClusterNode::Impl::answer(PgSession& db, std::vector<Waiter> to_answer) {
+  if (to_answer.empty()) return 0;
   std::vector<JobId> ids;
-  for (const auto& [id, r] : to_answer) ids.push_back(id);
+  for (const Waiter& w : to_answer) ids.push_back(w.id);
   std::unordered_map<JobId, Record> records;
   try {
     for (Record& rec : fetch_records(db, ids)) records.emplace(rec.id, std::move(rec));
   } catch (const PgError&) {
-    std::lock_guard lock{wait_mu_};  // asked again once the listener has reconnected
-    for (auto& [id, r] : to_answer) waiters_[id].push_back(std::move(r));
+    // Asked again once the listener has reconnected (a resync) or at their due time.
+    waiters_.put_back(std::move(to_answer), Clock::now(), Duration::zero());
     throw;
   }
-  std::vector<std::pair<JobId, Respond>> not_over;
-  for (auto& [id, respond] : to_answer) {
-    const auto it = records.find(id);
+  std::size_t answered = 0;
+  std::vector<Waiter> not_over;
+  for (Waiter& w : to_answer) {
+    const auto it = records.find(w.id);
     if (it != records.end() && it->second.terminal) {
-      respond(answer_of(it->second));
+      w.respond(answer_of(it->second));
+      ++answered;
     } else if (it == records.end()) {
-      respond(json_error(kStatusNotFound, "no such job", "id"));
+      w.respond(json_error(kStatusNotFound, "no such job", "id"));
+      ++answered;
     } else {
-      not_over.emplace_back(id, std::move(respond));
+      not_over.push_back(std::move(w));
     }
   }
-  std::lock_guard lock{wait_mu_};
-  for (auto& [id, r] : not_over) {
-    recent_set_.erase(id);
-    waiters_[id].push_back(std::move(r));
-  }
+  // The sweep ends the job of a lost node within a lease: read it again then.
+  waiters_.put_back(std::move(not_over), Clock::now(), config_.lease);
+  return answered;
 }
 
 // After a reconnect: answers every waiter whose job ended meanwhile.
-void ClusterNode::Impl::answer_all_terminal(PgSession& db) {
-  std::vector<std::pair<JobId, Respond>> all;
-  {
-    std::lock_guard lock{wait_mu_};
-    for (auto& [id, list] : waiters_) {
-      for (Respond& r : list) all.emplace_back(id, std::move(r));
-    }
-    waiters_.clear();
-  }
-  answer(db, std::move(all));
+void ClusterNode::Impl::answer_all_terminal(PgSession& db) { answer(db, waiters_.take_all()); }
+
+void ClusterNode::Impl::answer_due(PgSession& db) {
+  std::vector<Waiter> due = waiters_.take_due(Clock::now());
+  if (due.empty()) return;
+  metrics_.waits_timed.Increment(static_cast<double>(answer(db, std::move(due))));
 }
 
 }  // namespace sandglass::daemon::cluster

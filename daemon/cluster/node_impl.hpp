@@ -25,6 +25,7 @@
 #include "daemon/cluster/node_lease.hpp"
 #include "daemon/cluster/pg_session.hpp"
 #include "daemon/cluster/run_time_sharing.hpp"
+#include "daemon/cluster/waiters.hpp"
 #include "daemon/cluster/wake_fd.hpp"
 
 #include <sandglass/service_time_estimator.hpp>
@@ -98,6 +99,7 @@ class ClusterNode::Impl {
   struct Pending {
     JobRequest request;
     TimePoint arrived_at;
+    std::string token;  // the intake token its row carries (new_intake_token)
     Respond respond;  // emptied once answered
     std::shared_ptr<Submission> state;
   };
@@ -133,12 +135,36 @@ class ClusterNode::Impl {
   // Opens `db` if it has no usable session, named after this incarnation (sandglass_session_name).
   // Throws PgError.
   void ensure(std::optional<PgSession>& db);
+  SessionTimeouts session_timeouts() const noexcept {
+    return {.statement = config_.statement_timeout, .lock = config_.lock_timeout,
+            .idle_in_transaction = config_.idle_in_transaction_timeout};
+  }
   void db_failed(const PgError& e, std::string_view where);
   static HttpResponse unreachable();
 
   // ---- intake (intake.cpp)
   void post(Task run, Respond on_failure = {});
   void intake_loop(std::stop_token st);
+
+  // ---- intake retries (intake_retry.cpp)
+  // A random UUID as text: the server-side token of one submission, written with its row.
+  static std::string new_intake_token();
+  // Inserts `batch` (insert); after a failure, once more: on the same session when it is
+  // usable and the server did not time the statement out, else on a new session once the old
+  // one's outcome is settled (settle_unseen). Whatever is still unanswered then gets a 503.
+  void submit_batch(std::optional<PgSession>& db, std::vector<Pending>& batch);
+  // Runs a read or cancel; when the session broke, once more on a new one; else a 503.
+  void run_task(std::optional<PgSession>& db, const QueuedTask& task);
+  // After the session of `old` broke during an insert of `batch`: ends that server process (its
+  // transaction can then no longer commit), looks up the batch's intake tokens, and answers
+  // each submission whose row exists as admitted. The rest were never inserted. Blocks.
+  // Throws PgError (then nothing is known about the unanswered ones).
+  void settle_unseen(PgSession& db, const PgSession::Backend& old, std::vector<Pending>& batch);
+  // The 503 for a request the database did not serve: a timeout (the server is there) or
+  // unreachable.
+  static HttpResponse not_served(const PgError& e);
+  // Tells the cluster which kinds this node serves (sandglass_nodes.kinds, for admission).
+  void announce_kinds(PgSession& db);
   // The kind's central and tail estimates, from this node's outcomes and the other nodes'
   // announced ones (each line of an outcome's NOTIFY carries its run time: run_time_sharing.hpp);
   // zero when none are known.
@@ -169,17 +195,22 @@ class ClusterNode::Impl {
   void client_left(JobId id, bool keyed);
 
   // ---- listener (listener.cpp)
-  void add_waiter(JobId id, const Respond& respond);
-  void remember_outcome(JobId id);  // under wait_mu_
+  // A client waits for the job `id`: answered by its outcome's NOTIFY or, at the latest, by a
+  // read of its row at `due` (waiters.hpp).
+  void add_waiter(JobId id, const Respond& respond, TimePoint due);
   void listener_loop(std::stop_token st);
   void handle_notifications(PgSession& db, const std::vector<Notification>& notes);
   // One outcome line "ID KIND RUN_US": learns the run time, the notify lag, and moves the job's
   // waiters to `to_answer`.
-  void outcome_noticed(std::string_view line, TimePoint now,
-                       std::vector<std::pair<JobId, Respond>>& to_answer);
-  void answer(PgSession& db, std::vector<std::pair<JobId, Respond>> to_answer);
+  void outcome_noticed(std::string_view line, TimePoint now, std::vector<Waiter>& to_answer);
+  // Reads the rows of `to_answer`'s jobs and answers the waiters of those that are over (or
+  // gone: 404); the others wait on (Waiters::put_back). Returns how many were answered. Throws
+  // PgError (all of them wait on).
+  std::size_t answer(PgSession& db, std::vector<Waiter> to_answer);
   // After a reconnect: answers every waiter whose job ended meanwhile.
   void answer_all_terminal(PgSession& db);
+  // Answers the waiters whose due time has come and whose job is over (waiters.hpp).
+  void answer_due(PgSession& db);
 
   // ---- claimer (claimer.cpp)
   void wake_claimer();
@@ -325,11 +356,7 @@ class ClusterNode::Impl {
   std::deque<QueuedTask> intake_queue_;  // guarded by intake_mu_
   std::deque<Pending> submit_queue_;     // guarded by intake_mu_
 
-  std::mutex wait_mu_;
-  std::unordered_map<JobId, std::vector<Respond>> waiters_;  // guarded by wait_mu_
-  std::deque<JobId> recent_;                                 // guarded by wait_mu_
-  std::unordered_set<JobId> recent_set_;                     // guarded by wait_mu_
-  std::vector<std::pair<JobId, Respond>> late_;              // guarded by wait_mu_
+  Waiters waiters_{kRecentOutcomes};
   WakeFd listener_wake_;
 
   // Held (shared) by every statement that may claim: the claimer's and the intake's. Taken

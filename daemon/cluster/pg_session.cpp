@@ -65,7 +65,7 @@ std::int64_t PgRows::integer(int row, int column) const {
   return value;
 }
 
-PgSession PgSession::open(const std::string& conninfo) {
+PgSession PgSession::open(const std::string& conninfo, const SessionTimeouts& timeouts) {
   std::string server = describe_server(conninfo);
   // Defaults first: with expand_dbname the conninfo's own settings override them.
   const char* keywords[] = {"connect_timeout", "keepalives_idle", "keepalives_interval",
@@ -89,7 +89,19 @@ PgSession PgSession::open(const std::string& conninfo) {
   const PgRows self = session.exec(
       "SELECT backend_start::text FROM pg_stat_activity WHERE pid = pg_backend_pid()", {});
   session.backend_ = {.pid = PQbackendPID(conn), .started = self.rows() > 0 ? std::string{self.text(0, 0)} : ""};
+  session.limit(timeouts);
   return session;
+}
+
+void PgSession::limit(const SessionTimeouts& timeouts) {
+  std::string sets;
+  const auto set = [&](std::string_view name, std::chrono::milliseconds value) {
+    if (value.count() > 0) sets += fmt::format("SET {} = {}; ", name, value.count());
+  };
+  set("statement_timeout", timeouts.statement);
+  set("lock_timeout", timeouts.lock);
+  set("idle_in_transaction_session_timeout", timeouts.idle_in_transaction);
+  if (!sets.empty()) exec(sets);
 }
 
 void PgSession::fail(std::string_view what) {
@@ -102,8 +114,10 @@ PgRows PgSession::checked(PGresult* result) {
   const ExecStatusType status = result == nullptr ? PGRES_FATAL_ERROR : PQresultStatus(result);
   if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
     if (result != nullptr && PQresultErrorMessage(result)[0] != '\0') {
+      const char* state = PQresultErrorField(result, PG_DIAG_SQLSTATE);
       throw PgError{fmt::format("cluster database at {}: {}", server_,
-                                one_line(PQresultErrorMessage(result)))};
+                                one_line(PQresultErrorMessage(result))),
+                    state != nullptr ? state : ""};
     }
     fail("statement failed");
   }

@@ -18,6 +18,7 @@
 
 #include <libpq-fe.h>
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -30,7 +31,16 @@ namespace sandglass::daemon::cluster {
 
 class PgError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit PgError(const std::string& what, std::string sqlstate = {})
+      : std::runtime_error{what}, sqlstate_{std::move(sqlstate)} {}
+  // The server's SQLSTATE; empty when the error is the connection's or the client's.
+  const std::string& sqlstate() const noexcept { return sqlstate_; }
+  // The session's statement_timeout or lock_timeout ended the statement (SQLSTATE 57014 or
+  // 55P03): the server is there but busy or locked; the session is usable.
+  bool timed_out() const noexcept { return sqlstate_ == "57014" || sqlstate_ == "55P03"; }
+
+ private:
+  std::string sqlstate_;
 };
 
 // "host 127.0.0.1 port 5432 database app" from a conninfo (libpq's defaults for what it omits);
@@ -61,12 +71,24 @@ struct Notification {
   std::string payload;
 };
 
+// Server-side limits of a session (statement_timeout, lock_timeout,
+// idle_in_transaction_session_timeout): a statement past one fails with the server's error
+// (the session stays usable), a session idle in a transaction past the last one is ended.
+struct SessionTimeouts {
+  std::chrono::milliseconds statement{0};  // 0: the server's (or the role's) setting
+  std::chrono::milliseconds lock{0};
+  std::chrono::milliseconds idle_in_transaction{0};
+};
+
 class PgSession {
  public:
   // Connects (connect_timeout 5 s unless the conninfo names one; TCP keepalives and a 10 s TCP
-  // user timeout, so a vanished server breaks the session instead of hanging it). Blocks.
-  // Throws PgError naming the server.
-  static PgSession open(const std::string& conninfo);
+  // user timeout, so a vanished server breaks the session instead of hanging it) and sets
+  // `timeouts` for the session. Blocks. Throws PgError naming the server.
+  static PgSession open(const std::string& conninfo, const SessionTimeouts& timeouts = {});
+
+  // Sets `timeouts` for the rest of this session (one statement). Blocks. Throws PgError.
+  void limit(const SessionTimeouts& timeouts);
 
   PgSession(PgSession&&) noexcept = default;
   PgSession& operator=(PgSession&&) noexcept = default;

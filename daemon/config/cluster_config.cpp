@@ -33,6 +33,10 @@ constexpr Field<DaemonConfig> kClusterFields[] = {
     {"lease_ms", [](DaemonConfig& c, const Entry& e) { cluster(c).lease = e.ms(50); }},
     {"poll_ms", [](DaemonConfig& c, const Entry& e) { cluster(c).poll = e.ms(1); }},
     {"kinds", set_kinds},
+    {"statement_timeout_ms", [](DaemonConfig& c, const Entry& e) { cluster(c).statement_timeout = e.ms(1); }},
+    {"lock_timeout_ms", [](DaemonConfig& c, const Entry& e) { cluster(c).lock_timeout = e.ms(1); }},
+    {"idle_in_transaction_timeout_ms",
+     [](DaemonConfig& c, const Entry& e) { cluster(c).idle_in_transaction_timeout = e.ms(1); }},
 };
 
 }  // namespace

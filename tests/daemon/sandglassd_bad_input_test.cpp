@@ -270,17 +270,9 @@ TEST_SUITE("sandglassd bad input") {
       check_refused(post_job(d.port(), std::string{kQuickJob}, {{"grpc-timeout", "1\xc3\xa9m"}}),
                     "grpc-timeout");
     }
-    SUBCASE("in an idempotency key header: the key is used as bytes") {
-      const Headers key{{"idempotency-key", "k\xff\xfe"}};
-      const HttpAnswer first = post_job(d.port(), std::string{kQuickJob}, key);
-      CHECK(first.status == 200);
-      const HttpAnswer again = post_job(d.port(), std::string{kQuickJob}, key);
-      CHECK(again.status == 200);
-      CHECK(json_of(again).at("id") == json_of(first).at("id"));
-      const HttpAnswer other =
-          post_job(d.port(), R"({"kind":"sleep","args":{"ms":1}})", key);
-      CHECK(other.status == 409);
-      CHECK(json_of(other).at("field").as_string() == "idempotency_key");
+    SUBCASE("in an idempotency key header: refused, a key is stored as text") {
+      check_refused(post_job(d.port(), std::string{kQuickJob}, {{"idempotency-key", "k\xff\xfe"}}),
+                    "idempotency-key");
     }
     SUBCASE("in the query") {
       check_refused(post_job(d.port(), std::string{kQuickJob}, {}, "?wait=\xff"), "wait");

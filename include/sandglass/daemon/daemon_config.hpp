@@ -100,6 +100,12 @@ struct ClusterConfig {
   std::chrono::milliseconds lease{2'000};    // silent this long: its running jobs are taken back
   std::chrono::milliseconds poll{250};       // claim this often even when no NOTIFY arrived
   std::vector<std::string> kinds;   // the kinds this node claims; empty: every kind it knows
+  // Every node session (not a migration's) runs with these server-side limits, so that a lock a
+  // DBA holds or a stuck statement answers with an error instead of holding a thread and its
+  // connection: the longest a statement may run, wait for one lock, or a transaction sit idle.
+  std::chrono::milliseconds statement_timeout{10'000};
+  std::chrono::milliseconds lock_timeout{2'000};
+  std::chrono::milliseconds idle_in_transaction_timeout{10'000};
 };
 
 struct DaemonConfig {

@@ -54,6 +54,18 @@ kinds = [{}]
     return *nodes.back();
   }
 
+  // Starts a node as node() does, whose database connections go to `db_port` on 127.0.0.1
+  // instead (a TcpProxy in front of the server).
+  DaemonProcess& node_through(std::uint16_t db_port, const std::vector<std::string>& kinds,
+                              int workers = 2) {
+    std::string text = config(kinds, workers);
+    const std::string direct = "port=" + std::to_string(pg.port());
+    text.replace(text.find(direct), direct.size(), "port=" + std::to_string(db_port));
+    nodes.push_back(std::make_unique<DaemonProcess>(
+        std::vector<std::string>{"--config", write_temp_file("cluster.toml", text)}));
+    return *nodes.back();
+  }
+
   // A node's default name: this host's name and the node's bound port.
   static std::string name_of(const DaemonProcess& d) {
     char host[256] = {};

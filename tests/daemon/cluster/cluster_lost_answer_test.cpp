@@ -2,10 +2,10 @@
 // a live node that never learned of them. After the reconnect the node takes them back
 // (migrations/005_take_back.sql), so each such job still gets exactly one outcome.
 #include "cluster/cluster_fixture.hpp"
+#include "cluster/held_session.hpp"
 #include "cluster/tcp_proxy.hpp"
 
 #include <doctest/doctest.h>
-#include <libpq-fe.h>
 
 #include <memory>
 
@@ -31,23 +31,6 @@ std::string state_now(std::uint16_t port, std::uint64_t id) {
   return a.status == 200 ? text(json_of(a), "state") : std::string{};
 }
 
-// One session of the test's own, kept open (PostgresServer::query opens one per statement), to
-// hold a transaction across the node's statements.
-class HeldSession {
- public:
-  explicit HeldSession(const std::string& conninfo) : conn_{PQconnectdb(conninfo.c_str()), PQfinish} {
-    if (PQstatus(conn_.get()) != CONNECTION_OK) throw std::runtime_error{PQerrorMessage(conn_.get())};
-  }
-  void exec(const std::string& sql) {
-    const std::unique_ptr<PGresult, void (*)(PGresult*)> r{PQexec(conn_.get(), sql.c_str()), PQclear};
-    const ExecStatusType s = PQresultStatus(r.get());
-    if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) throw std::runtime_error{PQerrorMessage(conn_.get())};
-  }
-
- private:
-  std::unique_ptr<PGconn, void (*)(PGconn*)> conn_;
-};
-
 }  // namespace
 
 TEST_SUITE("cluster") {
@@ -60,12 +43,7 @@ TEST_CASE("a claim whose connection broke while its transaction went on is ended
           "take-back, so its job still runs" * doctest::timeout(120)) {
   ClusterFixture c;
   TcpProxy proxy{c.pg.port()};
-  std::string config = c.config({"sleep"}, /*workers=*/1);
-  const std::string direct = "port=" + std::to_string(c.pg.port());
-  config.replace(config.find(direct), direct.size(), "port=" + std::to_string(proxy.port()));
-  c.nodes.push_back(std::make_unique<DaemonProcess>(
-      std::vector<std::string>{"--config", write_temp_file("cluster.toml", config)}));
-  DaemonProcess& a = *c.nodes.back();
+  DaemonProcess& a = c.node_through(proxy.port(), {"sleep"}, /*workers=*/1);
   const std::string name = ClusterFixture::name_of(a);
   CAPTURE(a.log());
 

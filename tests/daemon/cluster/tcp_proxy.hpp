@@ -7,7 +7,9 @@
 //   ... a node connects to proxy.port() ...
 //   proxy.cut();   // the node's connections drop; PostgreSQL's sides stay open, read and discarded
 //
-// Connections made after cut() are relayed as usual.
+// Connections made after cut() are relayed as usual. hold_new(true) leaves new connections
+// waiting in the listen backlog (a client's connect succeeds, its first answer does not come)
+// until hold_new(false).
 //
 // Thread safety: cut() and port() from any thread; the relay runs on a thread of its own.
 #pragma once
@@ -20,6 +22,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <mutex>
@@ -58,6 +61,8 @@ class TcpProxy {
   }
 
   std::uint16_t port() const noexcept { return port_; }
+
+  void hold_new(bool hold) noexcept { hold_.store(hold, std::memory_order_relaxed); }
 
   // Closes the client side of every connection relayed so far; their server sides stay open
   // and whatever the server sends on them is read and dropped.
@@ -107,7 +112,7 @@ class TcpProxy {
   void run(std::stop_token st) {
     char buf[65536];
     while (!st.stop_requested()) {
-      std::vector<pollfd> fds{{listen_fd_, POLLIN, 0}};
+      std::vector<pollfd> fds{{hold_.load(std::memory_order_relaxed) ? -1 : listen_fd_, POLLIN, 0}};
       {
         std::lock_guard lock{mu_};
         for (const Pair& p : pairs_) {
@@ -146,6 +151,7 @@ class TcpProxy {
   const std::uint16_t target_;
   int listen_fd_ = -1;
   std::uint16_t port_ = 0;
+  std::atomic<bool> hold_{false};  // relaxed: the relay looks at it every 10 ms
   std::mutex mu_;
   std::vector<Pair> pairs_;  // guarded by mu_; only the relay adds, only the destructor closes servers
   std::jthread relay_;
