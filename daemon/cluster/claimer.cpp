@@ -151,13 +151,14 @@ bool ClusterNode::Impl::exchange(PgSession& db, const std::vector<Finish>& outco
   // Share this exchange's run times (announce all its outcomes) when none were shared for
   // kShareRunTimes (run_time_sharing.hpp); a statement that fails shares again next time.
   const bool share = !outcomes.empty() && sharing_.due(asked);
+  const NodeLease::Incarnation claimer = lease_.incarnation();
   const PgRows rows = exec_claiming(
       db,
       "SELECT written, notified, job_id, kind, args, priority, attempt, remaining_us, retired "
       "FROM sandglass_finish_claim($1, $2, $3::bigint[], $4::int[], $5::text[], $6::text[], "
       "$7::text[], $8::boolean[], $9::text[], $10::text[], $11::bigint[], $12, $13::text[], "
       "$14::bigint[], $15)",
-      {owner(), node_, o.ids, o.attempts, o.states, o.reasons, o.causes, o.committed, o.results,
+      {claimer.owner, node_, o.ids, o.attempts, o.states, o.reasons, o.causes, o.committed, o.results,
        o.errors, o.run_us, std::to_string(limit), served_array_, int_array(tails),
        share ? "t" : "f"},
       /*may_claim=*/limit > 0);
@@ -178,7 +179,8 @@ bool ClusterNode::Impl::exchange(PgSession& db, const std::vector<Finish>& outco
                          .args = std::string{rows.text(r, 4)},
                          .priority = static_cast<Priority>(rows.integer(r, 5)),
                          .attempt = static_cast<int>(rows.integer(r, 6)),
-                         .deadline = Deadline::after(std::chrono::microseconds{rows.integer(r, 7)}, asked)});
+                         .deadline = Deadline::after(std::chrono::microseconds{rows.integer(r, 7)}, asked),
+                         .epoch = claimer.epoch});
     }
   }
   if (!outcomes.empty()) outcomes_written(outcomes, written, asked);
@@ -251,7 +253,10 @@ void ClusterNode::Impl::run_claimed(Claimed job) {
                .estimate_key = std::move(estimate_key), .admitted = true};
   JobHandle handle = runtime_.submit(std::move(spec), std::move(wrapped),
                                      [this, id, attempt](const Outcome& o) { finished(id, attempt, o); });
-  if (held_runs_.attach(run, handle)) handle.cancel();
+  // A cancel that came first, or a claim of an incarnation that has lost its lease since (its
+  // row is no longer this node's: the run must not go on under the new incarnation's lease;
+  // its outcome is stale).
+  if (held_runs_.attach(run, handle) || lease_.epoch() != job.epoch) handle.cancel();
 }
 
 void ClusterNode::Impl::cancel_local(JobId id, std::optional<int> attempt) {

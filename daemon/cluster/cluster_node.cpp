@@ -148,13 +148,17 @@ std::string ClusterNode::Impl::metrics_text() const {
 
 // Opens `db` if it has no usable session. Throws PgError.
 void ClusterNode::Impl::ensure(std::optional<PgSession>& db) {
-  if (db && !db->broken()) return;
-  db.reset();
-  db.emplace(PgSession::open(config_.conninfo, session_timeouts()));
-  // Named after this incarnation: a sweep that judges it lost ends its sessions.
-  if (const std::string owner = this->owner(); !owner.empty()) {
-    db->exec("SELECT set_config('application_name', sandglass_session_name($1), false)", {owner});
+  if (!db || db->broken()) {
+    db.reset();
+    db.emplace(PgSession::open(config_.conninfo, session_timeouts()));
   }
+  // Named after the current incarnation, also a session opened by an earlier one: a sweep that
+  // judges this incarnation lost ends its sessions.
+  if (db->label() == lease_.epoch()) return;
+  const NodeLease::Incarnation now = lease_.incarnation();
+  if (now.owner.empty()) return;
+  db->exec("SELECT set_config('application_name', sandglass_session_name($1), false)", {now.owner});
+  db->set_label(now.epoch);
 }
 
 void ClusterNode::Impl::db_failed(const PgError& e, std::string_view where) {

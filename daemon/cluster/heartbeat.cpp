@@ -40,6 +40,9 @@ void ClusterNode::Impl::join(PgSession& db) {
 
 void ClusterNode::Impl::lease_lost(PgSession& db) {
   const std::string lost = owner();
+  // First the epoch moves on: a claim of the lost incarnation whose answer comes after the
+  // cancel_all below sees it and cancels its run itself (run_claimed).
+  lease_.end();
   std::vector<JobHandle> runs = held_runs_.cancel_all();
   metrics_.leases_lost.Increment();
   metrics_.fenced_runs.Increment(static_cast<double>(runs.size()));

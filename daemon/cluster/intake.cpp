@@ -211,13 +211,14 @@ void ClusterNode::Impl::insert(PgSession& db, std::vector<Pending>& batch) {
     metrics_.intake_wait.Observe(std::chrono::duration<double>(asked - batch[i].arrived_at).count());
   }
   metrics_.intake_batch.Observe(static_cast<double>(sent.size()));
+  const NodeLease::Incarnation claimer = lease_.incarnation();
   const PgRows rows = exec_claiming(
       db,
       "SELECT ord, job_id, verdict, remaining_us FROM sandglass_submit_claim($1, $2, $3, "
       "$4::text[], $5::text[], $6::text[], $7::smallint[], $8::text[], $9::text[], "
       "$10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14, $15::boolean[], "
       "$16::uuid[])",
-      {node_, owner(), std::to_string(reserved), served_array_, text_array(kinds), text_array(args),
+      {node_, claimer.owner, std::to_string(reserved), served_array_, text_array(kinds), text_array(args),
        int_array(priorities), text_array(keys), text_array(fingerprints), int_array(remaining),
        int_array(budgets), int_array(works), int_array(tails),
        std::to_string(config_.lease.count()), text_array(waits), text_array(tokens)},
@@ -235,7 +236,8 @@ void ClusterNode::Impl::insert(PgSession& db, std::vector<Pending>& batch) {
       // sent: the round trip is charged to the job, as for a claim.
       claimed.push_back({.id = id, .kind = p.request.kind, .args = *args[at],
                          .priority = p.request.priority, .attempt = 1,
-                         .deadline = Deadline::after(std::chrono::microseconds{rows.integer(r, 3)}, asked)});
+                         .deadline = Deadline::after(std::chrono::microseconds{rows.integer(r, 3)}, asked),
+                         .epoch = claimer.epoch});
     }
     try {
       admitted(db, p, id, verdict, respond);  // a waiter is added before the job can end

@@ -42,21 +42,22 @@ void ClusterNode::Impl::submit_batch(std::optional<PgSession>& db, std::vector<P
     } catch (const PgError& e) {
       db_failed(e, "intake");
       last = e;
-      if (e.timed_out()) break;  // a second wait would double the client's, to the same end
     }
-    if (attempt == 1) break;
-    if (!db || !db->broken()) continue;  // rolled back: the same session may serve it
-    // The statement may have committed with its answer lost: settle that on a new session.
-    const PgSession::Backend old = db->backend();
-    db.reset();
-    try {
-      ensure(db);
-      settle_unseen(*db, old, batch);
-    } catch (const PgError& e) {
-      db_failed(e, "intake");
-      last = e;
-      break;
+    if (db && db->broken()) {
+      // The statement may have committed with its answer lost, on either try: settle that on
+      // a new session before the batch is sent again or answered 503.
+      const PgSession::Backend old = db->backend();
+      db.reset();
+      try {
+        ensure(db);
+        settle_unseen(*db, old, batch);
+      } catch (const PgError& e) {
+        db_failed(e, "intake");
+        last = e;
+        break;
+      }
     }
+    if (last->timed_out()) break;  // a second wait would double the client's, to the same end
   }
   for (Pending& p : batch) {
     if (p.respond) std::exchange(p.respond, {})(not_served(*last));  // exactly once
@@ -84,7 +85,13 @@ void ClusterNode::Impl::settle_unseen(PgSession& db, const PgSession::Backend& o
     metrics_.intake_settled.Increment();
     // As a job it attached to: its row may have ended already (a claim at insert that the
     // take-back of lost claims queued again, or one retired since).
-    admitted(db, p, it->second, "attached", std::exchange(p.respond, {}));
+    try {
+      admitted(db, p, it->second, "attached", p.respond);
+    } catch (const PgError& e) {  // its row exists: not inserted again, whatever the answer
+      db_failed(e, "intake");
+      p.respond(not_served(e));
+    }
+    p.respond = {};
   }
 }
 

@@ -3,11 +3,17 @@
 //   cluster_node.cpp    lifecycle: connect and migrate, start, stop_claiming, stop
 //   intake.cpp          POST/GET/DELETE: admission and insert of batched submissions (with
 //                       claims at insert), reads, cancels (two intake threads)
+//   intake_retry.cpp    a broken session replaced and the request tried once more; a batch
+//                       whose COMMIT went unanswered settled by its intake tokens
 //   claimer.cpp         the claimer thread: one statement writes the ready outcomes and claims
 //                       the free workers' worth; starting the claimed jobs; local cancels
 //   outcome_writer.cpp  a local job's end: its outcome queued for the claimer, the outcome
 //                       arrays of a statement, the fencing's stale count
 //   listener.cpp        LISTEN/NOTIFY: waiters answered, cancels, claimer wake-ups
+// and the state with an owner of its own:
+//   waiters.hpp         the waiting clients, each with a timer at its deadline + the reserve
+//   held_runs.hpp       the runs this node holds, keyed by (job id, attempt)
+//   node_lease.hpp      this incarnation's lease as the node knows it (self-fencing)
 //   commit_points.cpp   a handler's commit() waits until its row says committed (the commit
 //                       thread writes the marks)
 //   heartbeat.cpp       heartbeat: the lease kept, or lost and a new incarnation joined
@@ -124,6 +130,7 @@ class ClusterNode::Impl {
     Priority priority;
     int attempt;
     Deadline deadline;  // the node's own, from the time left by the database's clock
+    std::uint64_t epoch = 0;  // the lease's epoch when the claim was sent (NodeLease)
   };
 
   // The outcome arrays of one statement (sandglass_finish_claim's outcome parameters).
@@ -149,9 +156,10 @@ class ClusterNode::Impl {
   // ---- intake retries (intake_retry.cpp)
   // A random UUID as text: the server-side token of one submission, written with its row.
   static std::string new_intake_token();
-  // Inserts `batch` (insert); after a failure, once more: on the same session when it is
-  // usable and the server did not time the statement out, else on a new session once the old
-  // one's outcome is settled (settle_unseen). Whatever is still unanswered then gets a 503.
+  // Inserts `batch` (insert); after a failure the server did not time out, once more. A try
+  // whose session broke is settled first (settle_unseen, on a new session), so a submission
+  // whose row was committed unseen is answered with its job and never inserted twice; the
+  // next try uses that new session. Whatever is still unanswered then gets a 503.
   void submit_batch(std::optional<PgSession>& db, std::vector<Pending>& batch);
   // Runs a read or cancel; when the session broke, once more on a new one; else a 503.
   void run_task(std::optional<PgSession>& db, const QueuedTask& task);

@@ -9,8 +9,20 @@ void NodeLease::begin(std::string owner, TimePoint sent) {
     std::lock_guard lock{mu_};
     owner_ = std::move(owner);
     acknowledged_ = sent;
+    epoch_.fetch_add(1, std::memory_order_release);
   }
   cv_.notify_all();
+}
+
+void NodeLease::end() {
+  std::lock_guard lock{mu_};
+  acknowledged_ = TimePoint{};
+  epoch_.fetch_add(1, std::memory_order_release);
+}
+
+NodeLease::Incarnation NodeLease::incarnation() const {
+  std::lock_guard lock{mu_};
+  return {owner_, epoch_.load(std::memory_order_relaxed)};
 }
 
 std::string NodeLease::owner() const {

@@ -16,7 +16,9 @@
 #include <sandglass/deadline.hpp>
 #include <sandglass/job_context.hpp>
 
+#include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 #include <string>
 
@@ -32,7 +34,18 @@ class NodeLease {
 
   // The node is incarnation `owner` now; its row was written by a statement sent at `sent`.
   void begin(std::string owner, TimePoint sent);
+  // The incarnation lost its lease: not fresh until the next begin().
+  void end();
   std::string owner() const;
+  // Which incarnation the node is, as one reading: the owner and the epoch, a number that
+  // changes at every begin() and end(). A claim remembers the epoch it was made in; a claimed
+  // job whose epoch is no longer current belongs to a lost incarnation and must not run.
+  struct Incarnation {
+    std::string owner;
+    std::uint64_t epoch = 0;
+  };
+  Incarnation incarnation() const;
+  std::uint64_t epoch() const noexcept { return epoch_.load(std::memory_order_acquire); }
   // A beat sent at `sent` was answered alive.
   void acknowledged(TimePoint sent);
   // True while the last acknowledged beat was sent less than lease - margin before `now`.
@@ -50,6 +63,9 @@ class NodeLease {
   std::condition_variable cv_;  // acknowledged and begin wake wait_fresh
   std::string owner_;           // guarded by mu_
   TimePoint acknowledged_{};    // guarded by mu_: when the last beat answered alive was sent
+  // Written under mu_ (release), read without it by epoch() (acquire): a reader that sees a
+  // new epoch sees the end() or begin() that made it.
+  std::atomic<std::uint64_t> epoch_{0};
 };
 
 }  // namespace sandglass::daemon::cluster

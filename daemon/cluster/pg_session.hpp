@@ -19,6 +19,7 @@
 #include <libpq-fe.h>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -116,6 +117,10 @@ class PgSession {
 
   bool broken() const noexcept { return conn_ == nullptr || PQstatus(conn_.get()) != CONNECTION_OK; }
   const std::string& server() const noexcept { return server_; }
+  // A number its user keeps with the session (a cluster node: the lease epoch its
+  // application_name was set for); 0 when new.
+  std::uint64_t label() const noexcept { return label_; }
+  void set_label(std::uint64_t label) noexcept { label_ = label; }
 
   // The server process behind this session, as pg_stat_activity names it: its pid and its
   // backend_start (text, exact to the microsecond), which together tell it apart from a later
@@ -141,6 +146,7 @@ class PgSession {
 
   std::unique_ptr<PGconn, Finish> conn_;
   std::string server_;
+  std::uint64_t label_ = 0;
   Backend backend_;
   std::unordered_map<std::string, std::string> prepared_;  // statement text -> its name
 };

@@ -22,8 +22,8 @@
 -- told; counted as serving every kind). The running term and the division of queued work use
 -- only the live nodes that serve the job's kind; queue_full stays the whole cluster's capacity.
 --
--- Claims at insert by a node that holds its lease only (012's sandglass_holds_lease): a node past
--- (its jobs may be swept as it inserts) inserts its submissions queued instead.
+-- Claims at insert only by a node that holds its lease (012's sandglass_holds_lease): one
+-- that may have lost it (its jobs may be swept as it inserts) inserts its submissions queued.
 
 ALTER TABLE sandglass_jobs ADD COLUMN intake_token uuid;
 CREATE INDEX sandglass_jobs_intake_token ON sandglass_jobs (intake_token)
