@@ -95,7 +95,7 @@ TEST_CASE("a waiter whose outcome's NOTIFY never comes is answered from the row 
   DaemonProcess& a = c.node({"sleep"});
   CAPTURE(a.log());
   const std::string listener_pid =
-      "SELECT pid FROM pg_stat_activity WHERE application_name = 'sandglassd-cluster' AND query "
+      "SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'sandglassd %' AND query "
       "LIKE 'LISTEN%'";
   REQUIRE(eventually([&] { return c.pg.query(listener_pid).size() == 1; }));
   const std::string old_pid = c.pg.scalar(listener_pid);
@@ -109,8 +109,8 @@ TEST_CASE("a waiter whose outcome's NOTIFY never comes is answered from the row 
   // The listener loses its session and resyncs on a new one; then the job ends without a NOTIFY.
   c.pg.execute("SELECT pg_terminate_backend(" + old_pid + ")");
   REQUIRE(eventually([&] {
-    return c.pg.scalar("SELECT count(*) FROM pg_stat_activity WHERE application_name = "
-                       "'sandglassd-cluster' AND query LIKE '%cancel_requested%' AND pid <> " +
+    return c.pg.scalar("SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE "
+                       "'sandglassd %' AND query LIKE '%cancel_requested%' AND pid <> " +
                        old_pid) == "1";
   }));
   c.pg.execute("UPDATE sandglass_jobs SET state = 'done', outcome_state = 'failed', reason = "
