@@ -101,6 +101,7 @@ struct ClientLog {
   std::size_t sent = 0;          // requests (a keyed retry counts again)
   std::size_t answered = 0;      // answers with a record (an id and a state)
   std::size_t refused = 0;       // answers without a record (4xx/5xx at intake)
+  std::map<int, std::size_t> refused_by_status;
   std::size_t broken = 0;        // connections that broke before an answer
   std::size_t keyed_retries = 0;
   std::vector<Answered> records;
@@ -154,6 +155,7 @@ void client_loop(std::size_t index, const LivePorts& ports, const std::atomic<bo
         break;
       }
       ++log.refused;
+      ++log.refused_by_status[answer->first];
       if (answer->first < 500) break;  // a 4xx is the answer; a 5xx without a record may be retried
     }
   }
@@ -172,6 +174,7 @@ struct ChaosCounts {
   std::string jobs, ledger_doubles, not_ended, outcome_doubles, claimed_late, started_late_bound;
   std::string take_backs, take_backs_live, node_lost, node_lost_live;
   std::size_t answer_mismatch = 0, left_waiting = 0;
+  std::size_t unanswered = 0;  // rows no client was answered about (not a correctness count)
   bool correct() const {
     return ledger_doubles == "0" && not_ended == "0" && outcome_doubles == "0" && claimed_late == "0" &&
            take_backs_live == "0" && node_lost_live == "0" && answer_mismatch == 0 && left_waiting == 0;
@@ -293,12 +296,15 @@ ChaosCounts count_outcomes(Postgres& pg, const std::vector<std::unique_ptr<Clien
   k.node_lost_live = t[0][3];
   std::map<std::uint64_t, std::string> db;
   for (const auto& r : pg.query("SELECT id, outcome_state FROM sandglass_jobs")) db[std::stoull(r[0])] = r[1];
+  std::map<std::uint64_t, bool> answered;
   for (const auto& log : logs) {
     for (const auto& a : log->records) {
       const auto it = db.find(a.id);
       if (it == db.end() || it->second != a.state) ++k.answer_mismatch;
+      answered[a.id] = true;
     }
   }
+  for (const auto& [id, state] : db) k.unanswered += answered.contains(id) ? 0 : 1;
   return k;
 }
 
@@ -311,13 +317,18 @@ void report(const Options& o, const FaultCounts& f, const ChaosCounts& k,
     sum.refused += l->refused;
     sum.broken += l->broken;
     sum.keyed_retries += l->keyed_retries;
+    for (const auto& [status, n] : l->refused_by_status) sum.refused_by_status[status] += n;
   }
+  std::string by_status;
+  for (const auto& [status, n] : sum.refused_by_status) by_status += fmt::format("{}{}: {}", by_status.empty() ? "" : ", ", status, n);
   const double rec_p50 = quantile(f.recovery_ms, 0.5), rec_max = quantile(f.recovery_ms, 1.0);
   std::printf("faults injected: kill -9 %d (%d held no job), SIGSTOP %d, PostgreSQL restart %d\n", f.kills,
               f.kills_holding_nothing, f.stops, f.db_restarts);
-  std::printf("requests %zu (keyed retries %zu): answered with a record %zu, refused %zu, connection broken %zu\n",
-              sum.sent, sum.keyed_retries, sum.answered, sum.refused, sum.broken);
-  std::printf("jobs in the database %s\n", k.jobs.c_str());
+  std::printf("requests %zu (keyed retries %zu): answered with a record %zu, refused %zu (%s), connection "
+              "broken %zu\n",
+              sum.sent, sum.keyed_retries, sum.answered, sum.refused, by_status.c_str(), sum.broken);
+  std::printf("jobs in the database %s, of them answered to no client %zu (their connection broke)\n", k.jobs.c_str(),
+              k.unanswered);
   std::printf("runs past a commit point twice (ledger rows per job > 1): %s\n", k.ledger_doubles.c_str());
   std::printf("jobs without exactly one terminal outcome: not ended %s, more than one outcome write %s, "
               "client answers differing from the row %zu\n",
@@ -338,12 +349,12 @@ void report(const Options& o, const FaultCounts& f, const ChaosCounts& k,
   if (o.json_path.empty()) return;
   std::ofstream{o.json_path} << fmt::format(
       "{{\"command\":\"{}\",\"faults\":{{\"kill\":{},\"kill_holding_nothing\":{},\"sigstop\":{},\"db_restart\":{}}},"
-      "\"requests\":{},\"answered\":{},\"refused\":{},\"broken\":{},\"keyed_retries\":{},\"jobs\":{},"
+      "\"requests\":{},\"unanswered_jobs\":{},\"answered\":{},\"refused\":{},\"broken\":{},\"keyed_retries\":{},\"jobs\":{},"
       "\"ledger_doubles\":{},\"not_ended\":{},\"outcome_doubles\":{},\"answer_mismatch\":{},"
       "\"claimed_after_deadline\":{},\"started_after_deadline_bound\":{},\"take_backs\":{},"
       "\"take_backs_from_live\":{},\"node_lost\":{},\"node_lost_from_live\":{},\"clients_left_waiting\":{},"
       "\"recovery_ms\":{{\"count\":{},\"p50\":{:.0f},\"max\":{:.0f}}},\"lease_ms\":{},\"correct\":{}}}\n",
-      o.command_line, f.kills, f.kills_holding_nothing, f.stops, f.db_restarts, sum.sent, sum.answered,
+      o.command_line, f.kills, f.kills_holding_nothing, f.stops, f.db_restarts, sum.sent, k.unanswered, sum.answered,
       sum.refused, sum.broken, sum.keyed_retries, k.jobs, k.ledger_doubles, k.not_ended, k.outcome_doubles,
       k.answer_mismatch, k.claimed_late, k.started_late_bound, k.take_backs, k.take_backs_live, k.node_lost,
       k.node_lost_live, k.left_waiting, f.recovery_ms.size(), rec_p50, rec_max, Cluster::kLeaseMs,
