@@ -27,6 +27,7 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kClients = 12;
+constexpr auto kBackOff = std::chrono::milliseconds{100};  // a client's pause after a refusal or a broken connection
 // Slack after a stopped node's SIGCONT during which a take-back of its rows is still its pause's
 // (its lease ran out while it was stopped; the sweep may come a beat later).
 constexpr auto kStopSlack = std::chrono::milliseconds{Cluster::kLeaseMs + 1000};
@@ -146,7 +147,10 @@ void client_loop(std::size_t index, const LivePorts& ports, const std::atomic<bo
         ++log.broken;
       }
       log.waiting.store(false);
-      if (!answer) continue;  // broken: a keyed request is sent again
+      if (!answer) {  // broken: a keyed request is sent again, a moment later
+        std::this_thread::sleep_for(kBackOff);
+        continue;
+      }
       const std::uint64_t id = id_in(answer->second);
       const std::string state = field(answer->second, "state");
       if (id != 0 && !state.empty() && state != "queued" && state != "running") {
@@ -156,6 +160,7 @@ void client_loop(std::size_t index, const LivePorts& ports, const std::atomic<bo
       }
       ++log.refused;
       ++log.refused_by_status[answer->first];
+      std::this_thread::sleep_for(kBackOff);  // a refusing cluster (a database outage) is not hammered
       if (answer->first < 500) break;  // a 4xx is the answer; a 5xx without a record may be retried
     }
   }
@@ -185,10 +190,16 @@ class Chaos {
  public:
   Chaos(Postgres& pg, Cluster& c, std::uint64_t seed) : pg_{pg}, c_{c}, rng_{seed} {}
 
-  // Injects one random fault; returns when it is over (a stopped node resumed, the database is
-  // back, a killed node's jobs ran again and it was restarted).
+  // Injects one random fault, each type once in every three in a random order; returns when it
+  // is over (a stopped node resumed, the database is back, a killed node's jobs ran again and it
+  // was restarted).
   void inject() {
-    const auto pick = rng_() % 3;
+    if (bag_.empty()) {
+      bag_ = {0, 1, 2};
+      std::shuffle(bag_.begin(), bag_.end(), rng_);
+    }
+    const int pick = bag_.back();
+    bag_.pop_back();
     if (pick == 0) kill_and_restart();
     else if (pick == 1) stop_and_resume();
     else restart_database();
@@ -257,6 +268,7 @@ class Chaos {
   Cluster& c_;
   std::mt19937_64 rng_;
   std::vector<Window> windows_;
+  std::vector<int> bag_;  // the fault types still to come in this round of three
 };
 
 // Every row ends by its deadline at the latest: waits up to a minute for none to be left.
