@@ -105,6 +105,10 @@ Options parse_options(int argc, char** argv) {
   std::string cluster_steps;
   app.add_option("--cluster-steps", cluster_steps,
                  "cluster mode: the steps to run, of idle,claims,commits,throughput,overload,cancel,recovery (all)");
+  std::string cluster_chaos;
+  app.add_option("--cluster-chaos", cluster_chaos,
+                 "cluster mode: instead of the steps, this long (e.g. 3m) of mixed load with a random "
+                 "fault every ~10 s (kill -9, SIGSTOP, PostgreSQL restart); prints the correctness counts");
   app.add_option("--soak-warm-up", soak_warm_up, "soak: RSS at start is taken after this much of the soak (15s)");
   app.add_option("--max-rss-growth-mib", o.max_rss_growth_mib, "soak: fail when peak or end RSS exceeds the start by more (16)")
       ->check(CLI::Range(0.0, 1e6));
@@ -210,6 +214,10 @@ Options parse_options(int argc, char** argv) {
       fail("--stall", e.what());
     }
     if (!o.target.empty()) fail("--stall", "stalls the bench process: in-process mode only");
+  }
+  if (!cluster_chaos.empty()) {
+    o.cluster_chaos = parse_d("--cluster-chaos", cluster_chaos);
+    if (o.cluster_nodes == 0) o.cluster_nodes = 3;
   }
   if (!soak.empty()) o.soak = parse_d("--soak", soak);
   if (!soak_warm_up.empty()) o.soak_warm_up = parse_d("--soak-warm-up", soak_warm_up);

@@ -71,6 +71,8 @@ struct Options {
   std::size_t cluster_nodes = 0;
   // The cluster steps to run (default: all): idle, claims, throughput, overload, cancel, recovery.
   std::vector<std::string> cluster_steps{"idle", "claims", "commits", "throughput", "overload", "cancel", "recovery"};
+  // Cluster chaos mode (cluster_chaos.hpp): on when positive, instead of the steps; this long.
+  Duration cluster_chaos{};
 };
 
 // Exits: 0 after --help, 2 with a message naming the flag on bad input.
