@@ -203,7 +203,8 @@ int run(int argc, char** argv) {
     if (*list) {
       std::string query;
       const auto add = [&](std::string_view name, const std::string& value) {
-        query += (query.empty() ? "?" : "&") + std::string{name} + "=" + percent_encoded(value);
+        query.append(query.empty() ? "?" : "&").append(name).append("=");
+        query.append(percent_encoded(value));
       };
       if (list->count("--state") > 0) add("state", state);
       if (list->count("--kind") > 0) add("kind", kind);

@@ -48,16 +48,18 @@ std::string timings_line(const object& t) {
 std::string render_record(const object& r) {
   const std::string state = text(r, "state");
   std::string out = fmt::format("job {}", text(r, "id"));
-  if (field(r, "kind") != nullptr) out += " " + text(r, "kind");
+  if (field(r, "kind") != nullptr) out += fmt::format(" {}", text(r, "kind"));
   out += ": " + state;
   std::string why;
   if (const value* reason = field(r, "reason"); reason != nullptr && !reason->is_null()) {
     why = text(r, "reason");
   }
   if (field(r, "cause") != nullptr)
-    why += (why.empty() ? "" : ", ") + ("cause " + text(r, "cause"));
-  if (!why.empty()) out += " (" + why + ")";
-  if (state == "running" && field(r, "worker") != nullptr) out += " on worker " + text(r, "worker");
+    why += fmt::format("{}cause {}", why.empty() ? "" : ", ", text(r, "cause"));
+  if (!why.empty()) out += fmt::format(" ({})", why);
+  if (state == "running" && field(r, "worker") != nullptr) {
+    out += fmt::format(" on worker {}", text(r, "worker"));
+  }
   out += "\n";
   if (const value* w = field(r, "waiters"); w != nullptr && w->is_int64() && w->get_int64() > 0) {
     out += fmt::format("  waiters    {}\n", w->get_int64());
@@ -65,10 +67,10 @@ std::string render_record(const object& r) {
   if (const value* c = field(r, "committed"); c != nullptr && c->is_bool() && c->get_bool()) {
     out += "  committed  yes: past its commit point\n";
   }
-  if (field(r, "result") != nullptr) out += "  result     " + text(r, "result") + "\n";
-  if (field(r, "error") != nullptr) out += "  error      " + text(r, "error") + "\n";
+  if (field(r, "result") != nullptr) out += fmt::format("  result     {}\n", text(r, "result"));
+  if (field(r, "error") != nullptr) out += fmt::format("  error      {}\n", text(r, "error"));
   if (field(r, "timings") != nullptr)
-    out += "  timings    " + timings_line(object_at(r, "timings")) + "\n";
+    out += fmt::format("  timings    {}\n", timings_line(object_at(r, "timings")));
   return out;
 }
 
@@ -83,14 +85,14 @@ std::string render_listing(const object& listing) {
       const object& r = j.get_object();
       const object& t = object_at(r, "timings");
       std::string why = text(r, "reason");
-      if (field(r, "cause") != nullptr) why += "/" + text(r, "cause");
+      if (field(r, "cause") != nullptr) why += fmt::format("/{}", text(r, "cause"));
       out += fmt::format("{:<8} {:<10} {:<10} {:<34} {:>9} {:>8} {:>8} {:>12}\n", text(r, "id"),
                          text(r, "kind"), text(r, "state"), why, text(t, "budget_ms"),
                          text(t, "queue_ms"), text(t, "run_ms"), text(t, "remaining_ms"));
     }
   }
   if (const value* next = field(listing, "next_cursor"); next != nullptr && !next->is_null()) {
-    out += "next page: --cursor " + text(listing, "next_cursor") + "\n";
+    out += fmt::format("next page: --cursor {}\n", text(listing, "next_cursor"));
   }
   return out;
 }
