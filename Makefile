@@ -56,17 +56,27 @@ package: configure
 	cmake --build $(BUILD) --target sandglassd sandglass_cli
 	cd $(BUILD) && cpack -G DEB
 
-# make bench: the micro benchmarks and the full overload bench (about 5 minutes); tables, JSON
-# and plots go to bench/results/. Needs oneTBB and gnuplot besides the packages above.
+# make bench: every benchmark whose result bench/results/ keeps (about 12 minutes; run it on a
+# quiet machine): the hand-off micro benchmarks, the overload bench with its spike, the soak of
+# one sandglassd, the cluster's steps and a chaos run of the cluster (both start their own
+# PostgreSQL). Tables, JSON and plots go to bench/results/. Needs oneTBB and gnuplot besides
+# the packages above.
 BENCH_FLAGS ?= --duration 5s --spike
 bench:
 	@$(MAKE) --no-print-directory configure
-	cmake --build $(BUILD) --target sandglass-handoff-bench sandglass-overload
+	cmake --build $(BUILD) --target sandglass-handoff-bench sandglass-overload sandglassd
 	mkdir -p bench/results
 	bash -o pipefail -c './$(BUILD)/bench/sandglass-handoff-bench --benchmark_repetitions=3 \
 	  --benchmark_report_aggregates_only=true | tee bench/results/handoff.txt'
 	bash -o pipefail -c './$(BUILD)/bench/sandglass-overload $(BENCH_FLAGS) \
 	  --json bench/results/overload.json --plot bench/results/overload.svg | tee bench/results/overload.txt'
+	bash -o pipefail -c './$(BUILD)/bench/sandglass-overload --soak 60s --sandglassd ./$(BUILD)/daemon/sandglassd \
+	  --json bench/results/soak.json | tee bench/results/soak.txt'
+	bash -o pipefail -c './$(BUILD)/bench/sandglass-overload --cluster 3 --workers 8 \
+	  --sandglassd ./$(BUILD)/daemon/sandglassd | tee bench/results/cluster.txt'
+	bash -o pipefail -c './$(BUILD)/bench/sandglass-overload --cluster 3 --cluster-chaos 3m \
+	  --sandglassd ./$(BUILD)/daemon/sandglassd --json bench/results/cluster-chaos.json \
+	  | tee bench/results/cluster-chaos.txt'
 
 clean:
 	rm -rf $(BUILD)

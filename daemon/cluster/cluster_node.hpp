@@ -6,7 +6,7 @@
 //   ... Api delegates POST/GET/DELETE /v1/jobs to node.submit / job_record / cancel ...
 //   node.stop_claiming(); runtime.shutdown(...); node.stop();
 //
-// Where the rules live (DESIGN.md, "Cluster mode"). The SQL is in migrations/: 001_queue.sql
+// Where the rules live (docs/architecture.md). The SQL is in migrations/: 001_queue.sql
 // defined each function, 003_batched.sql replaced sandglass_submit_many, sandglass_claim,
 // sandglass_finish and sandglass_heartbeat with batched forms of the same rules, and
 // 004_exchange.sql added sandglass_finish_claim (outcomes and the next claim in one statement)

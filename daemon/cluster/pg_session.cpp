@@ -31,6 +31,22 @@ int poll_timeout_until(const Deadline& until) {
   return static_cast<int>(std::min<std::int64_t>(left.count(), INT_MAX));
 }
 
+// The server a connection reached or last tried, as libpq resolved it (PGHOST, PGPORT and
+// PGDATABASE included): "host db.example port 5432 database app", or "socket /run/postgresql
+// port 5432 database app" for a Unix-domain socket; empty when libpq names no host.
+std::string describe_connection(const PGconn* conn) {
+  const char* host = PQhost(conn);
+  if (host == nullptr || host[0] == '\0') return {};
+  std::string out = fmt::format("{} {}", host[0] == '/' ? "socket" : "host", host);
+  if (const char* port = PQport(conn); port != nullptr && port[0] != '\0') {
+    out += fmt::format(" port {}", port);
+  }
+  if (const char* db = PQdb(conn); db != nullptr && db[0] != '\0') {
+    out += fmt::format(" database {}", db);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string describe_server(const std::string& conninfo) {
@@ -75,6 +91,7 @@ PgSession PgSession::open(const std::string& conninfo, const SessionTimeouts& ti
                           nullptr};
   PGconn* conn = PQconnectdbParams(keywords, values, 1);
   if (conn == nullptr) throw PgError{"cannot connect to the cluster database at " + server + ": out of memory"};
+  if (std::string resolved = describe_connection(conn); !resolved.empty()) server = std::move(resolved);
   if (PQstatus(conn) != CONNECTION_OK) {
     std::string why = one_line(PQerrorMessage(conn));
     PQfinish(conn);

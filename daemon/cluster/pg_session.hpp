@@ -7,8 +7,8 @@
 //   PgRows rows = db.exec("SELECT $1::int + 1", {"41"});  // throws PgError
 //   rows.text(0, 0);                                      // "42"
 //
-// Errors never carry the conninfo: they name the server by `describe_server(conninfo)` (host,
-// port, database), never the password. A broken connection is reported by `broken()`; the owner
+// Errors never carry the conninfo: they name the server as libpq resolved it (host or socket,
+// port, database; `describe_server(conninfo)` when libpq names none), never the password. A broken connection is reported by `broken()`; the owner
 // opens a new session.
 //
 // Thread safety: a session belongs to one thread at a time.

@@ -2,7 +2,8 @@
 // parameters is prepared once per session and run by name after; a statement the server
 // dropped (DEALLOCATE, as a pooler's DISCARD does) or whose plan no longer fits (a function
 // replaced with another result type) is prepared again and runs; past kMaxPrepared texts the
-// others still run, unprepared; errors still name the server and carry its message.
+// others still run, unprepared; errors still name the server and carry its message; the server
+// is named as libpq reached it, also when the environment (PGHOST, PGPORT) gave its address.
 #include "daemon/cluster/pg_session.hpp"
 
 #include "postgres_server.hpp"
@@ -10,6 +11,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <string>
 
 using sandglass::daemon::cluster::PgError;
@@ -97,5 +99,20 @@ TEST_SUITE("cluster pg session") {
     }
     CHECK(fresh.exec("SELECT $1::int * 2", {"21"}).text(0, 0) == "42");
     CHECK(prepared(fresh) == "sandglass_1: SELECT $1::int * 2");
+  }
+
+  TEST_CASE("a session names the server libpq reached, also when PGHOST and PGPORT name it" *
+            doctest::timeout(120)) {
+    PostgresServer pg;
+    const std::string port = std::to_string(pg.port());
+    ::setenv("PGHOST", "127.0.0.1", 1);
+    ::setenv("PGPORT", port.c_str(), 1);
+    PgSession db = PgSession::open("dbname=postgres user=postgres");
+    ::unsetenv("PGHOST");
+    ::unsetenv("PGPORT");
+    CHECK(db.server() == "host 127.0.0.1 port " + port + " database postgres");
+    const std::string named = "cluster database at host 127.0.0.1 port " + port + " database postgres";
+    CHECK_THROWS_WITH_AS(db.exec("SELECT 1 FROM no_such_table"), doctest::Contains(named.c_str()),
+                         PgError);
   }
 }

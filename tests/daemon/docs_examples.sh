@@ -1,26 +1,26 @@
 #!/usr/bin/env bash
-# Runs the README's daemon examples as written, against a real sandglassd, and checks each
-# answer against the one the README shows.
+# Runs the daemon examples of a page (docs/daemon.md) as written, against a real sandglassd, and
+# checks each answer against the one the page shows.
 #
-#   readme_examples.sh SANDGLASSD README CONFIG
+#   docs_examples.sh SANDGLASSD PAGE CONFIG
 #
-# The examples are the `$ ` command lines (with their `\` continuations) of the README's sections
-# from "### Submit a job and wait for its outcome" to "### Database queries" and from
-# "### Status codes" to "### Health, readiness, metrics": one session against one daemon started
-# with CONFIG (the shipped default), whose upstream `next` is a second daemon, as the README
+# The examples are the `$ ` command lines (with their `\` continuations) of the page's sections
+# from "Submit a job and wait for its outcome" to "Database queries" and from "Status codes" to
+# "The command-line client" (headings of any level): one session against one daemon started
+# with CONFIG (the shipped default), whose upstream `next` is a second daemon, as the page
 # says. Each command runs with 127.0.0.1:8080 and 127.0.0.1:9000 replaced by the two daemons'
 # ephemeral loopback ports, in one shell, so `&`, `wait` and files carry over.
 #
 # What is compared: the status line (`HTTP/1.1 NNN`) and the values of "id", "state", "reason",
-# "cause", "field" and "error" that the README shows after a command must appear, in that order,
-# in what the command printed (which may say more: the README elides with `...`; timings differ
+# "cause", "field" and "error" that the page shows after a command must appear, in that order,
+# in what the command printed (which may say more: the page elides with `...`; timings differ
 # from run to run and are not compared). A GET (a curl without -X or -d) or a DELETE is asked
 # again for up to 20 s until it matches, as a person would look again at a job that has not
 # started yet, or DELETE again a job whose DELETE was answered 202 cancelling because it had not
 # ended within the DELETE's wait (a loaded machine); no other command is repeated.
 set -euo pipefail
 
-sandglassd=$1 readme=$2 config=$3
+sandglassd=$1 page=$2 config=$3
 work=$(mktemp -d)
 pids=()
 cleanup() {
@@ -57,15 +57,15 @@ main_port=$port
 
 # The examples: one command per line (continuations joined), its expected output after it.
 awk '
-  /^### Submit a job and wait for its outcome/ || /^### Status codes/ { on = 1 }
-  /^### Database queries/ || /^### Health, readiness, metrics/ { on = 0 }
+  /^#+ Submit a job and wait for its outcome/ || /^#+ Status codes/ { on = 1 }
+  /^#+ Database queries/ || /^#+ The command-line client/ { on = 0 }
   !on { next }
   /^```/ { in_block = !in_block; if (!in_block) print "@@END"; next }
   !in_block { next }
   joining { command = command " " $0; if ($0 !~ /\\$/) { joining = 0; print "@@CMD " command }; next }
   /^\$ / { command = substr($0, 3); if ($0 ~ /\\$/) { joining = 1 } else { print "@@CMD " command }; next }
   { print }
-' "$readme" | sed 's/\\ \+/ /g' > "$work/examples"
+' "$page" | sed 's/\\ \+/ /g' > "$work/examples"
 
 # What the comparison looks at, one item a line.
 tokens() {
@@ -109,7 +109,7 @@ check() {
   done
   failed=$((failed + 1))
   {
-    echo "README example does not answer as shown: \$ $command"
+    echo "example does not answer as shown: \$ $command"
     echo "--- shown (compared: status line, id, state, reason, cause, field, error) ---"
     cat want
     echo "--- answered ---"
@@ -130,6 +130,6 @@ while IFS= read -r line; do
   esac
 done < "$work/examples"
 
-echo "README examples run: $count, not as shown: $failed"
-[ "$count" -gt 10 ] || { echo "too few examples found in $readme" >&2; exit 1; }
+echo "examples run: $count, not as shown: $failed"
+[ "$count" -gt 10 ] || { echo "too few examples found in $page" >&2; exit 1; }
 [ "$failed" -eq 0 ]
