@@ -8,7 +8,7 @@
 // Wake-ups. Every place that frees up here (a job's end, a claimed job refused or dropped, an
 // unused reservation of a claim at insert) brings the claimer to claim again, so a node needs
 // sandglass_queued only while its last claim came back short: the database sends it only then
-// (the node is hungry, 009_hungry_nodes.sql relies on this); the poll (poll_ms) stays the
+// (the node is hungry, functions.sql, "Hungry nodes" relies on this); the poll (poll_ms) stays the
 // fallback.
 //
 // Claiming ahead. A worker that ends a job would otherwise wait for the next claim's round trip

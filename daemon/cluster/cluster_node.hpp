@@ -1,23 +1,23 @@
 // cluster_node.hpp (private) — `ClusterNode`, one sandglassd's part in cluster mode: many daemons
-// share one deadline-ordered queue, a table in PostgreSQL (schema: migrations/001_queue.sql).
+// share one deadline-ordered queue, a table in PostgreSQL (schema: migrations/001_schema.sql).
 //
 //   ClusterNode node{config, kinds, runtime};   // connects, migrates; throws PgError
 //   node.start("127.0.0.1:8080");               // registers the node, starts its threads
 //   ... Api delegates POST/GET/DELETE /v1/jobs to node.submit / job_record / cancel ...
 //   node.stop_claiming(); runtime.shutdown(...); node.stop();
 //
-// Where the rules live (docs/architecture.md). The SQL is in migrations/: 001_queue.sql
-// defined each function, 003_batched.sql replaced sandglass_submit_many, sandglass_claim,
-// sandglass_finish and sandglass_heartbeat with batched forms of the same rules, and
-// 004_exchange.sql added sandglass_finish_claim (outcomes and the next claim in one statement)
-// and sandglass_submit_claim (admission, with claims at insert), and plans them once per session.
-// 005_take_back.sql takes back claims whose answer was lost (lost_claims.cpp) and puts admission
-// in one function, sandglass_admit; 006_running_work.sql adds to it the running jobs' expected
-// rest, which each node reports with its heartbeat (heartbeat.cpp). 008_awaited_outcomes.sql
-// announces an outcome on sandglass_outcome only when someone waits for it (the row's
-// `awaited`, set in the statement that inserts the job or attaches a waiting keyed retry to it)
-// or when its node shares its run times (all outcomes of one exchange per kShareRunTimes,
-// run_time_sharing.hpp): each announcing commit takes PostgreSQL's one NOTIFY lock.
+// Where the rules live (docs/architecture.md). The tables are migrations/001_schema.sql
+// (later schema changes: numbered files after it); every function, each written once, is
+// migrations/functions.sql, applied at every start and by --migrate (migrations.hpp). There,
+// sandglass_submit_claim admits a batch (sandglass_admit) with claims at insert;
+// sandglass_finish_claim writes outcomes and claims the next jobs in one statement; the
+// take-back of claims whose answer was lost is sandglass_take_back_unheld (lost_claims.cpp);
+// admission counts the running jobs' expected rest that each node reports with its heartbeat
+// (heartbeat.cpp). An outcome is announced on sandglass_outcome only when someone waits for it
+// (the row's `awaited`, set in the statement that inserts the job or attaches a waiting keyed
+// retry to it) or when its node shares its run times (all outcomes of one exchange per
+// kShareRunTimes, run_time_sharing.hpp): each announcing commit takes PostgreSQL's one NOTIFY
+// lock.
 // - Admission: sandglass_admit — the lone daemon's order and reasons, with the queued work of
 //   the job's class and higher ones from the counters plus, while no worker is idle, the
 //   running rest, divided by the live nodes' workers. A node refuses alone only what that rule
@@ -40,7 +40,7 @@
 //   outcomes, discarded and counted (outcome_writer.cpp). Waiters learn of a batch's awaited
 //   outcomes by NOTIFYs of many lines each.
 // - Commit points: a handler's `commit()` returns only once its row says committed
-//   (commit_points.cpp, migrations/011_commit_points.sql: fenced like outcomes, refused for a
+//   (commit_points.cpp; sandglass_record_commits: fenced like outcomes, refused for a
 //   job asked to cancel); a lost node's committed job is never queued again (node_lost
 //   instead), so a job past its commit point never runs twice.
 //

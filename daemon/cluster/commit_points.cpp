@@ -1,9 +1,9 @@
-// Commit points of a cluster node's jobs (node_impl.hpp; the rule: migrations/011_commit_points.sql).
-// A handler's JobContext::commit() calls record_commit(), which waits until the job's row says
-// committed; the commit thread writes the marks of all the requests that wait together in one
-// statement. So a lost node's row that says "not committed" means its handler never went past
-// commit(), and the sweep may queue that job again; a job past its commit point is never run
-// twice.
+// Commit points of a cluster node's jobs (node_impl.hpp; the rule: functions.sql,
+// sandglass_record_commits). A handler's JobContext::commit() calls record_commit(), which waits
+// until the job's row says committed; the commit thread writes the marks of all the requests that
+// wait together in one statement. So a lost node's row that says "not committed" means its handler
+// never went past commit(), and the sweep may queue that job again; a job past its commit point is
+// never run twice.
 //
 // A commit point that cannot be recorded is not passed: while the database cannot be reached
 // the handler waits (its deadline still cancels it); a job asked to cancel, or no longer this

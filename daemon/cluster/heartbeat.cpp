@@ -1,7 +1,7 @@
 // The heartbeat thread of a cluster node (node_impl.hpp): says the node is alive and learns
-// whether it still holds its lease (sandglass_beat, migrations/012_fencing.sql). An answer
-// "alive" renews the lease as the node knows it (node_lease.hpp); an answer "lost" means a
-// sweep has taken this incarnation's jobs: the node cancels every run it holds and joins again
+// whether it still holds its lease (sandglass_beat, migrations/functions.sql, "Nodes and leases").
+// An answer "alive" renews the lease as the node knows it (node_lease.hpp); an answer "lost" means
+// a sweep has taken this incarnation's jobs: the node cancels every run it holds and joins again
 // as a new incarnation. The beat shares its thread and session with nothing else (the sweep,
 // expiry and forget passes are maintenance.cpp's; commit points are commit_points.cpp's).
 #include "daemon/cluster/job_rows.hpp"
@@ -65,8 +65,9 @@ void ClusterNode::Impl::heartbeat_loop(std::stop_token st) {
     }
     if (st.stop_requested()) return;
     const TimePoint now = Clock::now();
-    // What this node runs, for cluster admission (migrations/006_running_work.sql): the jobs it
-    // holds and their expected rest, as a lone daemon's admission counts its run slots.
+    // What this node runs, for cluster admission (migrations/functions.sql, "Admission and
+    // intake"): the jobs it holds and their expected rest, as a lone daemon's admission counts its
+    // run slots.
     const auto [busy, running_rest] = held_runs_.load(now);
     try {
       ensure(db);

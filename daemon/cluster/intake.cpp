@@ -277,7 +277,8 @@ void ClusterNode::Impl::admitted(PgSession& db, const Pending& p, JobId id,
     // Its outcome may be long written, before this node listened: read it first. (Ended
     // after this read, its NOTIFY reaches the waiter added below: a waiting submission's
     // statement marked the job awaited, and the outcome's write either came before that
-    // commit, so this read sees it, or saw the mark and announced it: 008_awaited_outcomes.sql.)
+    // commit, so this read sees it, or saw the mark and announced it: functions.sql, "Announced
+    // outcomes".)
     const std::vector<Record> found = fetch_records(db, {id});
     if (!found.empty() && found.front().terminal) {
       respond(answer_of(found.front()));

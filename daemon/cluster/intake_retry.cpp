@@ -1,7 +1,7 @@
 // The intake's second tries (node_impl.hpp): a session that broke is replaced and the request
 // run once more on the new one before any 503; a submission whose statement may have committed
-// unseen is looked up by its intake token first (migrations/013_intake.sql), so it is answered
-// with its job and never inserted twice.
+// unseen is looked up by its intake token first (migrations/functions.sql, "Admission and intake"),
+// so it is answered with its job and never inserted twice.
 #include "daemon/cluster/job_rows.hpp"
 #include "daemon/cluster/node_impl.hpp"
 

@@ -1,13 +1,13 @@
 // The listener thread of a cluster node (node_impl.hpp): one connection that LISTENs on
 // sandglass_outcome (answers this node's waiters, learns run times), sandglass_cancel (cancels
 // a local job) and sandglass_queued (wakes the claimer: sent only while some node is hungry,
-// i.e. its last claim came back short, 009_hungry_nodes.sql); after a reconnect it reads what the
-// NOTIFYs it missed would have said. An outcome is announced only when its job is awaited or
-// its node shares that batch's run times (008_awaited_outcomes.sql); every waiter registered
-// here is for an awaited job (its submission's statement marked it), so its NOTIFY comes; and
-// should it not (lost with a connection, or the outcome fell out of the recent ones before its
-// waiter came), each waiter's timer has the listener read the row (Waiters). The notify lag is
-// observed for this node's announced outcomes only.
+// i.e. its last claim came back short, functions.sql, "Hungry nodes"); after a reconnect it reads
+// what the NOTIFYs it missed would have said. An outcome is announced only when its job is awaited
+// or its node shares that batch's run times (functions.sql, "Announced outcomes"); every waiter
+// registered here is for an awaited job (its submission's statement marked it), so its NOTIFY
+// comes; and should it not (lost with a connection, or the outcome fell out of the recent ones
+// before its waiter came), each waiter's timer has the listener read the row (Waiters). The notify
+// lag is observed for this node's announced outcomes only.
 #include "daemon/cluster/job_rows.hpp"
 #include "daemon/cluster/node_impl.hpp"
 
@@ -78,7 +78,8 @@ void ClusterNode::Impl::handle_notifications(PgSession& db, const std::vector<No
       }
       continue;
     }
-    // One line "ID KIND RUN_US" per job that ended (003_batched.sql), newline-separated.
+    // One line "ID KIND RUN_US" per job that ended (functions.sql, sandglass_notify_outcomes),
+    // newline-separated.
     std::string_view lines{n.payload};
     while (!lines.empty()) {
       const std::size_t nl = lines.find('\n');

@@ -3,8 +3,8 @@
 // running under this live owner, whose heartbeat keeps their lease, and nothing here knows to
 // run them. So every statement that may claim and fails marks the claims unknown, and the
 // claimer, once it reaches the database again, gives back this owner's running rows that it
-// does not hold (migrations/005_take_back.sql): queued again when they may still run, else
-// ended node_lost, so that each gets exactly one outcome.
+// does not hold (functions.sql, sandglass_take_back_unheld): queued again when they may still run,
+// else ended node_lost, so that each gets exactly one outcome.
 //
 // The failed statement's server process may outlive its connection: a broken network, or a
 // statement waiting for a lock, notices the lost client only when it next writes to it. Until

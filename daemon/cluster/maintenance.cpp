@@ -1,7 +1,7 @@
 // The maintenance thread of a cluster node (node_impl.hpp), once per heartbeat interval on a
-// session of its own: sweeps lost nodes' jobs (sandglass_sweep, migrations/012_fencing.sql:
-// only once this node has itself held its lease for a whole lease since the database started),
-// retires expired heads while every worker is busy, and forgets finished records past
+// session of its own: sweeps lost nodes' jobs (sandglass_sweep, migrations/functions.sql, "Nodes
+// and leases": only once this node has itself held its lease for a whole lease since the database
+// started), retires expired heads while every worker is busy, and forgets finished records past
 // records.keep_ms (sandglass_forget). Any of these may wait on a lock; none delays a beat.
 #include "daemon/cluster/job_rows.hpp"
 #include "daemon/cluster/node_impl.hpp"

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace sandglass::daemon::cluster {
 namespace {
@@ -29,6 +31,41 @@ class LockGuard {
   PgSession& s_;
 };
 
+// Runs `sql`, then `record` (if any) with `params`, in one transaction; a failure names `what`.
+void apply_in_transaction(PgSession& session, std::string_view what, std::string_view sql,
+                          const std::string& record = {},
+                          const std::vector<std::optional<std::string>>& params = {}) {
+  session.exec("BEGIN");
+  try {
+    session.exec(std::string{sql});
+    if (!record.empty()) session.exec(record, params);
+    session.exec("COMMIT");
+  } catch (const PgError& e) {
+    if (!session.broken()) session.exec("ROLLBACK");
+    throw PgError{fmt::format("{}: {}", what, e.what())};
+  }
+}
+
+// The files applied before must be this binary's files of those versions: a schema made by
+// other files (an older sandglassd's, from before its migrations were folded into a baseline)
+// cannot be brought to this one's by applying the rest.
+void check_applied_files(PgSession& session) {
+  const PgRows applied = session.exec("SELECT version, name FROM sandglass_schema_migrations ORDER BY version");
+  for (int i = 0; i < applied.rows(); ++i) {
+    const int version = static_cast<int>(applied.integer(i, 0));
+    const std::string_view name = applied.text(i, 1);
+    bool known = false;
+    for (const Migration& m : migrations()) known = known || (m.version == version && m.name == name);
+    if (!known) {
+      throw PgError{fmt::format(
+          "cluster database at {}: its schema was made by migration {} (version {}), which this "
+          "sandglassd does not have; the cluster schema now starts from {}: run `sandglassd "
+          "--migrate` on an empty database",
+          session.server(), name, version, migrations().front().name)};
+    }
+  }
+}
+
 }  // namespace
 
 MigrationReport migrate(PgSession& session) {
@@ -48,21 +85,16 @@ MigrationReport migrate(PgSession& session) {
         "run a sandglassd at least as new as the one that migrated it",
         session.server(), report.from_version, known)};
   }
+  check_applied_files(session);
   for (const Migration& m : migrations()) {
     if (m.version <= report.from_version) continue;
-    session.exec("BEGIN");
-    try {
-      session.exec(std::string{m.sql});
-      session.exec("INSERT INTO sandglass_schema_migrations (version, name) VALUES ($1, $2)",
-                   {std::to_string(m.version), std::string{m.name}});
-      session.exec("COMMIT");
-    } catch (const PgError& e) {
-      if (!session.broken()) session.exec("ROLLBACK");
-      throw PgError{fmt::format("migration {}: {}", m.name, e.what())};
-    }
+    apply_in_transaction(session, fmt::format("migration {}", m.name), m.sql,
+                         "INSERT INTO sandglass_schema_migrations (version, name) VALUES ($1, $2)",
+                         {std::to_string(m.version), std::string{m.name}});
     report.applied.push_back(m.name);
     report.to_version = m.version;
   }
+  apply_in_transaction(session, "functions.sql", cluster_functions());
   return report;
 }
 

@@ -1,12 +1,15 @@
-// migrations.hpp (private) — the cluster schema's versioned SQL files
-// (daemon/cluster/migrations/NNN_name.sql, embedded at build time) and `migrate`, which applies
-// the missing ones.
+// migrations.hpp (private) — the cluster schema: versioned SQL files
+// (daemon/cluster/migrations/NNN_name.sql: tables, indexes) and one file of functions
+// (migrations/functions.sql: every function's current body, CREATE OR REPLACE), embedded at
+// build time, and `migrate`, which applies the missing files and then the functions.
 //
 //   cluster::MigrationReport r = cluster::migrate(session);   // under pg_advisory_lock
 //
-// Each file runs in its own transaction with its row in sandglass_schema_migrations, under a
-// session advisory lock, so nodes starting together apply each file once. A database whose
-// schema is newer than this binary knows is refused (a newer sandglassd migrated it).
+// Each numbered file runs in its own transaction with its row in sandglass_schema_migrations,
+// then the functions file in one more, all under a session advisory lock, so nodes starting
+// together apply each file once. A database whose schema is newer than this binary knows is
+// refused (a newer sandglassd migrated it), and so is one whose applied files are not this
+// binary's (a schema made by migrations this binary no longer has).
 //
 // Thread safety: functions; `migrate` blocks on the database.
 #pragma once
@@ -28,14 +31,18 @@ struct Migration {
 // In version order. Generated (embed_migrations.cmake).
 std::span<const Migration> migrations() noexcept;
 
+// migrations/functions.sql. Generated (embed_migrations.cmake).
+std::string_view cluster_functions() noexcept;
+
 struct MigrationReport {
   int from_version = 0;
   int to_version = 0;
-  std::vector<std::string_view> applied;  // file names
+  std::vector<std::string_view> applied;  // file names of the numbered files applied
 };
 
-// Applies what is missing. Blocks. Throws PgError (naming the server) when a statement fails
-// or the database's schema is newer than this binary's.
+// Applies the numbered files that are missing, then the functions file. Blocks. Throws PgError
+// (naming the server) when a statement fails, the database's schema is newer than this
+// binary's, or its applied files are not this binary's.
 MigrationReport migrate(PgSession& session);
 
 }  // namespace sandglass::daemon::cluster

@@ -61,8 +61,8 @@ inline constexpr std::size_t kFinishBatch = 512;      // most outcomes one state
 inline constexpr std::size_t kSubmitBatch = 128;      // most submissions one statement inserts
 inline constexpr std::size_t kRecentOutcomes = 8192;  // outcome ids remembered for late waiters
 inline constexpr std::size_t kMostAhead = 16;         // most jobs a node claims beyond its workers
-// Finished records (010_forget_records.sql): looked for this often, at most kForgetBatch rows a
-// time, and kept at least kLeastKeep (a waiter reads its record after the outcome's NOTIFY).
+// Finished records (functions.sql, sandglass_forget): looked for this often, at most kForgetBatch
+// rows a time, and kept at least kLeastKeep (a waiter reads its record after the outcome's NOTIFY).
 inline constexpr std::chrono::seconds kForgetEvery{1};
 inline constexpr std::size_t kForgetBatch = 10'000;
 inline constexpr std::chrono::seconds kLeastKeep{1};

@@ -1,6 +1,6 @@
 // node_lease.hpp (private) — a cluster node's own lease as the node knows it: which incarnation
 // it is (the owner its rows carry) and when a beat of that incarnation was last answered
-// "alive" (migrations/012_fencing.sql, sandglass_beat). The database may judge the node lost once
+// "alive" (migrations/functions.sql, sandglass_beat). The database may judge the node lost once
 // its row has been silent for a lease; the node cannot see the database's clock, so it counts
 // from when it sent the last acknowledged beat (the row's beat is no earlier) and stops starting
 // work a margin before the lease ends: a job never starts after the node may have lost it.

@@ -1,12 +1,13 @@
 // run_time_sharing.hpp (private) — when a node's exchange announces every outcome it writes, so
-// that the other nodes learn its run times (migrations/008_awaited_outcomes.sql): at most once
-// per kShareRunTimes. An isolated outcome is therefore always announced; under a high rate, one
-// exchange per interval is (a sample), and between them only the outcomes someone waits for.
-// Each announcing commit takes PostgreSQL's one NOTIFY lock, which serializes the commits of all
-// nodes (bench/results/cluster-notify-lock.txt).
+// that the other nodes learn its run times (migrations/functions.sql, "Announced outcomes"): at
+// most once per kShareRunTimes. An isolated outcome is therefore always announced; under a high
+// rate, one exchange per interval is (a sample), and between them only the outcomes someone waits
+// for. Each announcing commit takes PostgreSQL's one NOTIFY lock, which serializes the commits of
+// all nodes (bench/results/cluster-notify-lock.txt).
 //
 //   RunTimeSharing sharing;
-//   const bool share = !outcomes.empty() && sharing.due(asked);   // sandglass_finish_claim's p_share
+//   const bool share = !outcomes.empty() && sharing.due(asked);   // sandglass_finish_claim's
+// p_share
 //   ... the statement succeeded ...
 //   if (share) sharing.shared(asked);
 //

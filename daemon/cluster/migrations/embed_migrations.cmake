@@ -1,8 +1,9 @@
 # Turns the files MIGRATIONS names (NNN_name.sql, comma-separated, in MIGRATIONS_DIR) into
 # OUTPUT, a C++ source defining sandglass::daemon::cluster::migrations() with each file as a raw
-# string literal, in version order, so the schema ships inside sandglassd. Run at build time by
-# daemon/CMakeLists.txt, which names the files it globbed.
-#   cmake -DMIGRATIONS_DIR=daemon/cluster/migrations -DMIGRATIONS=001_queue.sql,002_x.sql \
+# string literal, in version order, and cluster_functions() with MIGRATIONS_DIR/functions.sql,
+# so the schema ships inside sandglassd. Run at build time by daemon/CMakeLists.txt, which
+# names the files it globbed.
+#   cmake -DMIGRATIONS_DIR=daemon/cluster/migrations -DMIGRATIONS=001_schema.sql,002_x.sql \
 #         -DOUTPUT=build/x.cpp -P embed_migrations.cmake
 include("${CMAKE_CURRENT_LIST_DIR}/../../../cmake/embed_text.cmake")
 string(REPLACE "," ";" files "${MIGRATIONS}")
@@ -17,5 +18,8 @@ foreach(name IN LISTS files)
   sandglass_raw_string(literal "${MIGRATIONS_DIR}/${name}" "sgsql")
   string(APPEND body "      {${version}, \"${name}\", ${literal}},\n")
 endforeach()
-string(APPEND body "  };\n  return kMigrations;\n}\n\n}  // namespace sandglass::daemon::cluster\n")
+string(APPEND body "  };\n  return kMigrations;\n}\n\n")
+sandglass_raw_string(functions "${MIGRATIONS_DIR}/functions.sql" "sgsql")
+string(APPEND body "std::string_view cluster_functions() noexcept {\n  return ${functions};\n}\n\n")
+string(APPEND body "}  // namespace sandglass::daemon::cluster\n")
 sandglass_write_generated("${OUTPUT}" "${body}")

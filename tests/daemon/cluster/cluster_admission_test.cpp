@@ -1,6 +1,6 @@
 // Cluster admission: the queue's capacity is reserved atomically by concurrent batches of
 // several nodes, and the work queued ahead is divided only by the workers of the live nodes
-// that serve the job's kind (migrations/013_intake.sql).
+// that serve the job's kind (migrations/functions.sql, "Admission and intake").
 #include "cluster/cluster_fixture.hpp"
 
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// The statements of daemon/cluster/migrations/008_awaited_outcomes.sql called directly on a
+// The statements of migrations/functions.sql, "Announced outcomes" called directly on a
 // real PostgreSQL migrated by `sandglassd --migrate`: a submission marks the jobs someone waits
 // for, and an outcome is announced on sandglass_outcome only when its job is awaited or its
 // exchange shares its run times.
@@ -30,7 +30,8 @@ std::string submit(const MigratedDb& db, const std::string& keys, const std::str
       "array_fill(60000000::bigint, ARRAY[cardinality('{0}'::text[])]), "
       "array_fill(60000000::bigint, ARRAY[cardinality('{0}'::text[])]), "
       "array_fill(0::bigint, ARRAY[cardinality('{0}'::text[])]), "
-      "array_fill(0::bigint, ARRAY[cardinality('{0}'::text[])]), 3600000, '{1}')",
+      "array_fill(0::bigint, ARRAY[cardinality('{0}'::text[])]), 3600000, '{1}', "
+      "array_fill(NULL::uuid, ARRAY[cardinality('{0}'::text[])]))",
       keys, waits));
 }
 
@@ -71,13 +72,6 @@ TEST_CASE("a submission marks a job awaited when its submitter waits, or a waiti
   db.pg.execute("UPDATE sandglass_jobs SET state = 'done', outcome_state = 'completed', awaited = false WHERE id = 3");
   CHECK(submit(db, "{k1}", "{t}") == "attached:3");
   CHECK(db.pg.scalar("SELECT awaited FROM sandglass_jobs WHERE id = 3") == "t");
-  // Older nodes (005's signature) do not say who waits: every job they insert or attach to is
-  // awaited, as every outcome was announced before 008.
-  const std::string old = db.pg.scalar(
-      "SELECT string_agg(verdict, ',' ORDER BY ord) FROM sandglass_submit_claim('n1', 'n1/1', 0, '{sleep}', "
-      "'{sleep}', '{\"{}\"}', '{1}', '{NULL}', '{NULL}', '{60000000}', '{60000000}', '{0}', '{0}', 3600000)");
-  CHECK(old == "admitted");
-  CHECK(db.pg.scalar("SELECT awaited FROM sandglass_jobs WHERE id = 6") == "t");
 }
 
 TEST_CASE("an exchange announces the outcomes someone waits for, and all it writes when it shares "
@@ -98,11 +92,6 @@ TEST_CASE("an exchange announces the outcomes someone waits for, and all it writ
   // A stale outcome (job 1 is over) is neither written nor announced.
   CHECK(exchange(db, "{1}", 1, true).empty());
   CHECK(heard.announced().empty());
-  // 004's signature (older nodes) shares every outcome, as before 008.
-  CHECK(db.pg.scalar("SELECT string_agg(written::text, ',') FROM sandglass_finish_claim('n1/1', 'n1', '{8}', "
-                     "'{1}', '{completed}', '{ok}', '{NULL}', '{f}', '{NULL}', '{NULL}', '{5}', 0, '{sleep}', "
-                     "'{0}')") == "8");
-  CHECK(heard.announced() == std::vector<std::uint64_t>{8});
 
   // Retired at a claim (expired in the queue): 11 is awaited, 10 is not.
   db.pg.execute(

@@ -1,5 +1,5 @@
 // Outcomes are announced on sandglass_outcome only when someone waits for them or when their
-// node shares its run times (daemon/cluster/migrations/008_awaited_outcomes.sql): every waiter
+// node shares its run times (migrations/functions.sql, "Announced outcomes"): every waiter
 // is still answered, on any node, however its wait and its job's end interleave; a job nobody
 // waits for costs no NOTIFY unless it is shared; the nodes still learn each other's run times.
 #include "cluster/cluster_fixture.hpp"

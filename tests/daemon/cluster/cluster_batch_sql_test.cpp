@@ -1,4 +1,4 @@
-// The cluster's batched statements (daemon/cluster/migrations/003_batched.sql) called directly
+// The cluster's batched statements (daemon/cluster/migrations/functions.sql) called directly
 // on a real PostgreSQL migrated by `sandglassd --migrate`: the batch keeps each job's rule
 // (admission order, the claim rule, fencing), job by job.
 #include "cluster/cluster_fixture.hpp"
@@ -13,17 +13,19 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// The verdicts of one sandglass_submit_many call, in the order given: "verdict" or
-// "verdict:ID".
+// The verdicts of one sandglass_submit_claim call that claims nothing at insert, in the order
+// given: "verdict" or "verdict:ID".
 std::vector<std::string> submit_many(const MigratedDb& db, const std::string& kinds,
                                      const std::string& priorities, const std::string& keys,
                                      const std::string& remaining_us, const std::string& work_us,
                                      const std::string& tail_us) {
   const auto rows = db.rows(fmt::format(
-      "SELECT ord, coalesce(job_id::text, ''), verdict FROM sandglass_submit_many('n1', '{}', "
-      "array_fill('{{}}'::text, ARRAY[cardinality('{}'::text[])]), '{}', '{}', '{}', '{}', "
-      "array_fill(60000000::bigint, ARRAY[cardinality('{}'::text[])]), '{}', '{}', 3600000) ORDER BY ord",
-      kinds, kinds, priorities, keys, keys, remaining_us, kinds, work_us, tail_us));
+      "SELECT ord, coalesce(job_id::text, ''), verdict FROM sandglass_submit_claim('n1', 'n1/1', 0, "
+      "'{{}}', '{}', array_fill('{{}}'::text, ARRAY[cardinality('{}'::text[])]), '{}', '{}', '{}', '{}', "
+      "array_fill(60000000::bigint, ARRAY[cardinality('{}'::text[])]), '{}', '{}', 3600000, "
+      "array_fill(false, ARRAY[cardinality('{}'::text[])]), "
+      "array_fill(NULL::uuid, ARRAY[cardinality('{}'::text[])])) ORDER BY ord",
+      kinds, kinds, priorities, keys, keys, remaining_us, kinds, work_us, tail_us, kinds, kinds));
   std::vector<std::string> out;
   for (const auto& r : rows) out.push_back(r[1].empty() ? r[2] : r[2] + ":" + r[1]);
   return out;
@@ -124,7 +126,7 @@ TEST_CASE("a batch of outcomes writes the current owner's and discards a stale o
       "SELECT * FROM sandglass_finish('n1/1', '{1,2,3,4,5}', '{1,1,1,1,1}',"
       " '{completed,completed,failed,cancelled,completed}', '{ok,ok,handler_error,cancelled_while_running,ok}',"
       " '{NULL,NULL,NULL,caller,NULL}', '{f,f,f,t,f}', '{\"r1\",\"r2\",NULL,NULL,\"r5\"}',"
-      " '{NULL,NULL,boom,NULL,NULL}', '{1000,2000,3000,4000,5000}') ORDER BY 1");
+      " '{NULL,NULL,boom,NULL,NULL}', '{1000,2000,3000,4000,5000}', false) ORDER BY 1");
   REQUIRE(written.size() == 2);
   CHECK(written[0][0] == "1");
   CHECK(written[1][0] == "4");

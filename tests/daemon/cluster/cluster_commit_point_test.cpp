@@ -1,6 +1,6 @@
 // Commit points in cluster mode (daemon/cluster/commit_points.cpp,
-// migrations/011_commit_points.sql): a handler passes its commit point only once its job's row
-// says committed, so a node killed right after a commit() leaves a row that the sweep never
+// functions.sql, sandglass_record_commits): a handler passes its commit point only once its job's
+// row says committed, so a node killed right after a commit() leaves a row that the sweep never
 // queues again.
 #include "cluster/cluster_fixture.hpp"
 #include "cluster/migrated_db.hpp"

@@ -1,6 +1,6 @@
-// The statements of daemon/cluster/migrations/004_exchange.sql called directly on a real
-// PostgreSQL migrated by `sandglassd --migrate`: outcomes and a claim in one statement keep the
-// fencing and the claim rule; a claim at insert takes only what the claim rule would.
+// The exchange and the claims at insert (daemon/cluster/migrations/functions.sql) called directly
+// on a real PostgreSQL migrated by `sandglassd --migrate`: outcomes and a claim in one statement
+// keep the fencing and the claim rule; a claim at insert takes only what the claim rule would.
 #include "cluster/migrated_db.hpp"
 
 #include <doctest/doctest.h>
@@ -20,8 +20,10 @@ std::vector<std::string> submit_claim(const MigratedDb& db, int claim, const std
       "array_fill('{{}}'::text, ARRAY[cardinality('{}'::text[])]), '{}', '{}', '{}', '{}', "
       "array_fill(60000000::bigint, ARRAY[cardinality('{}'::text[])]), "
       "array_fill(7::bigint, ARRAY[cardinality('{}'::text[])]), "
-      "array_fill(0::bigint, ARRAY[cardinality('{}'::text[])]), 3600000) ORDER BY ord",
-      claim, kinds, kinds, priorities, keys, keys, remaining_us, kinds, kinds, kinds));
+      "array_fill(0::bigint, ARRAY[cardinality('{}'::text[])]), 3600000, "
+      "array_fill(true, ARRAY[cardinality('{}'::text[])]), "
+      "array_fill(NULL::uuid, ARRAY[cardinality('{}'::text[])])) ORDER BY ord",
+      claim, kinds, kinds, priorities, keys, keys, remaining_us, kinds, kinds, kinds, kinds, kinds));
   std::vector<std::string> out;
   for (const auto& r : rows) {
     CHECK((r[1] == "claimed") == (r[2] == "t"));  // a claimed job comes with its time left
@@ -63,7 +65,7 @@ TEST_CASE("outcomes and a claim in one statement: only the current owner's outco
       "SELECT coalesce(written::text, ''), coalesce(job_id::text, ''), coalesce(attempt::text, ''), "
       "coalesce(retired::text, '') FROM sandglass_finish_claim('n1/1', 'n1', '{1,2,3,4}', '{1,1,1,1}',"
       " '{completed,completed,completed,completed}', '{ok,ok,ok,ok}', '{NULL,NULL,NULL,NULL}',"
-      " '{f,f,f,f}', '{r1,r2,r3,r4}', '{NULL,NULL,NULL,NULL}', '{10,20,30,40}', 2, '{sleep}', '{0}') "
+      " '{f,f,f,f}', '{r1,r2,r3,r4}', '{NULL,NULL,NULL,NULL}', '{10,20,30,40}', 2, '{sleep}', '{0}', true) "
       "ORDER BY 1, 2");
   std::vector<std::string> seen;
   for (const auto& r : rows) seen.push_back(r[0] + "/" + r[1] + "/" + r[2] + "/" + r[3]);
@@ -81,7 +83,7 @@ TEST_CASE("outcomes and a claim in one statement: only the current owner's outco
     db.pg.execute("UPDATE sandglass_jobs SET deadline = clock_timestamp() - interval '1 second' WHERE id = 9");
     const auto only = db.rows(
         "SELECT written FROM sandglass_finish_claim('n1/1', 'n1', '{6}', '{1}', '{failed}', "
-        "'{handler_error}', '{NULL}', '{f}', '{NULL}', '{boom}', '{5}', 0, '{sleep}', '{0}')");
+        "'{handler_error}', '{NULL}', '{f}', '{NULL}', '{boom}', '{5}', 0, '{sleep}', '{0}', true)");
     REQUIRE(only.size() == 1);
     CHECK(only[0][0] == "6");
     CHECK(db.pg.scalar("SELECT state FROM sandglass_jobs WHERE id = 9") == "queued");

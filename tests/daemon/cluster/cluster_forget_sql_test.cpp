@@ -1,4 +1,4 @@
-// sandglass_forget (daemon/cluster/migrations/010_forget_records.sql) called directly on a real
+// sandglass_forget (functions.sql, sandglass_forget) called directly on a real
 // PostgreSQL migrated by `sandglassd --migrate`: it deletes the rows of jobs that finished
 // longer ago than the time kept, never a queued or running one nor one that finished since,
 // at most `limit` of them, oldest first, and stops at the first row created since.

@@ -1,5 +1,5 @@
 // A cluster forgets finished job records records.keep_ms after they ended, at the earliest one
-// second after (daemon/cluster/migrations/010_forget_records.sql), as a lone daemon does: GET
+// second after (functions.sql, sandglass_forget), as a lone daemon does: GET
 // then answers 404 on every node and a keyed retry runs anew; queued and running jobs stay.
 #include "cluster/cluster_fixture.hpp"
 

@@ -1,4 +1,4 @@
-// The statements of daemon/cluster/migrations/009_hungry_nodes.sql called directly on a real
+// The statements of migrations/functions.sql, "Hungry nodes" called directly on a real
 // PostgreSQL migrated by `sandglassd --migrate`: a claim that comes back short makes its node
 // hungry, one that gets all it asked for makes it not; a submission that queues a job sends
 // sandglass_queued only while a live node is hungry; and a claim that turns hungry while a
@@ -32,7 +32,8 @@ std::string submit(const PostgresServer& pg, int claim, const std::string& kinds
       "array_fill(60000000::bigint, ARRAY[cardinality('{1}'::text[])]), "
       "array_fill(5::bigint, ARRAY[cardinality('{1}'::text[])]), "
       "array_fill(0::bigint, ARRAY[cardinality('{1}'::text[])]), 3600000, "
-      "array_fill(false, ARRAY[cardinality('{1}'::text[])]))",
+      "array_fill(false, ARRAY[cardinality('{1}'::text[])]), "
+      "array_fill(NULL::uuid, ARRAY[cardinality('{1}'::text[])]))",
       claim, kinds, priorities));
 }
 
@@ -156,7 +157,7 @@ TEST_CASE("a claim that turns hungry waits for an open submission that read the 
   submitter.exec("BEGIN");
   submitter.send("SELECT verdict FROM sandglass_submit_claim('n1', 'n1/1', 0, '{sleep,spin}', "
                  "'{spin}', '{\"{}\"}', '{0}', '{NULL}', '{NULL}', '{60000000}', '{60000000}', "
-                 "'{5}', '{0}', 3600000, '{f}')");
+                 "'{5}', '{0}', 3600000, '{f}', '{NULL}')");
   CHECK(submitter.result() == "admitted");
 
   // The claim finds nothing, turns hungry, and waits for the submission's commit.

@@ -1,4 +1,4 @@
-// Wake-ups of busy nodes (daemon/cluster/migrations/009_hungry_nodes.sql, claimer.cpp): a job
+// Wake-ups of busy nodes (migrations/functions.sql, "Hungry nodes", claimer.cpp): a job
 // queued while every node's last claim got all it asked for sends no sandglass_queued, and still
 // starts as soon as a worker frees up, because the exchange that writes the freed worker's
 // outcome claims again. The poll is 60 s here, longer than the test's timeout, so neither start

@@ -133,7 +133,7 @@ TEST_CASE("a submission whose connection broke after its COMMIT was sent is answ
   REQUIRE(post_job(a.port(), kSleep).status == 200);  // the intake's sessions are open
   c.pg.execute("DELETE FROM sandglass_jobs; DELETE FROM outcome_log");
 
-  // Submissions wait for this lock inside their transaction (009_hungry_nodes.sql).
+  // Submissions wait for this lock inside their transaction (functions.sql, "Hungry nodes").
   HeldSession holder{c.pg.conninfo()};
   holder.exec("SELECT pg_advisory_lock(7170734562315111683)");
   auto answer = std::async(std::launch::async, [&] {

@@ -1,6 +1,6 @@
 // A claim that commits while its answer is lost with the connection: the rows are running under
 // a live node that never learned of them. After the reconnect the node takes them back
-// (migrations/005_take_back.sql), so each such job still gets exactly one outcome.
+// (functions.sql, sandglass_take_back_unheld), so each such job still gets exactly one outcome.
 #include "cluster/cluster_fixture.hpp"
 #include "cluster/held_session.hpp"
 #include "cluster/tcp_proxy.hpp"
@@ -120,7 +120,7 @@ TEST_SUITE("cluster") {
 
 // 005's take-back passed over a row another transaction held at that moment (SKIP LOCKED), and
 // nothing looked at it again. Here the test holds the row as a DELETE's sandglass_cancel would,
-// while the node takes back its lost claims (migrations/007_take_back_waits.sql).
+// while the node takes back its lost claims (functions.sql, sandglass_take_back_unheld).
 TEST_CASE("a lost claim whose row another transaction holds during the take-back is still "
           "taken back once that transaction ends" * doctest::timeout(120)) {
   ClusterFixture c;

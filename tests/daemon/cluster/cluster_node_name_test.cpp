@@ -1,4 +1,4 @@
-// One identity per node (migrations/012_fencing.sql, sandglass_join): a node whose name a live
+// One identity per node (migrations/functions.sql, sandglass_join): a node whose name a live
 // incarnation holds (its beats within the lease) is refused with a clear error instead of
 // evicting it, and the live node keeps its jobs; the default name is the host's name and the
 // bound port.

@@ -1,4 +1,4 @@
-// A database outage is nobody's fault (migrations/012_fencing.sql, sandglass_beat and
+// A database outage is nobody's fault (migrations/functions.sql, sandglass_beat and
 // sandglass_sweep): while PostgreSQL is down every node's lease seems to lapse, but no node
 // takes back another's jobs before it has itself beaten for a whole lease since the server
 // came back, and by then every live node has beaten too. So a restart under running jobs takes

@@ -1,7 +1,7 @@
 // A run's identity in cluster mode is (job id, attempt) (daemon/cluster/held_runs.hpp,
-// commit_points.cpp, migrations/012_fencing.sql): a node that claims a newer attempt of a job
-// whose older attempt still runs there cancels the older run, and a commit point is answered
-// for its own attempt only, also when both attempts ask in one statement.
+// commit_points.cpp, migrations/functions.sql, "Nodes and leases"): a node that claims a newer
+// attempt of a job whose older attempt still runs there cancels the older run, and a commit point
+// is answered for its own attempt only, also when both attempts ask in one statement.
 #include "cluster/cluster_fixture.hpp"
 #include "cluster/ledger_queries.hpp"
 #include "daemon/cluster/pg_session.hpp"

@@ -1,6 +1,6 @@
 // Cluster admission counts the running jobs' expected rest while no worker is idle, as a lone
-// daemon's admission does (migrations/006_running_work.sql). Before, a claim took its jobs'
-// work out of the counters and admission saw an empty queue behind a busy cluster.
+// daemon's admission does (migrations/functions.sql, "Admission and intake"). Before, a claim took
+// its jobs' work out of the counters and admission saw an empty queue behind a busy cluster.
 #include "cluster/cluster_fixture.hpp"
 
 #include <doctest/doctest.h>

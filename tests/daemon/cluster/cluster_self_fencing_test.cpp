@@ -1,9 +1,9 @@
-// Self-fencing (daemon/cluster/heartbeat.cpp, node_lease.hpp, migrations/012_fencing.sql): a
-// node paused beyond its lease has its jobs taken back; when it resumes, its heartbeat's answer
-// says lost, and it cancels every run it holds (none is its own any more) and joins again as a
-// new incarnation. A ledger written by the `sql` kind at its commit point counts the effects: a
-// job past its commit point when the node stopped is not run again, and one before it runs to
-// its commit point exactly once, elsewhere.
+// Self-fencing (daemon/cluster/heartbeat.cpp, node_lease.hpp, migrations/functions.sql, "Nodes and
+// leases"): a node paused beyond its lease has its jobs taken back; when it resumes, its
+// heartbeat's answer says lost, and it cancels every run it holds (none is its own any more) and
+// joins again as a new incarnation. A ledger written by the `sql` kind at its commit point counts
+// the effects: a job past its commit point when the node stopped is not run again, and one before
+// it runs to its commit point exactly once, elsewhere.
 #include "cluster/cluster_fixture.hpp"
 #include "cluster/ledger_queries.hpp"
 #include "daemon/cluster/pg_session.hpp"

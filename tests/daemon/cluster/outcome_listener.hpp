@@ -1,6 +1,6 @@
 // outcome_listener.hpp — the test's own LISTEN on one of the cluster's channels, to see what the
 // cluster announces: NotifyListener for any channel (payloads as sent), OutcomeListener for
-// sandglass_outcome (job ids; daemon/cluster/migrations/008_awaited_outcomes.sql).
+// sandglass_outcome (job ids; migrations/functions.sql, "Announced outcomes").
 //
 //   OutcomeListener heard{c.pg};        // LISTENs from now on
 //   ... jobs end ...
@@ -93,7 +93,7 @@ class OutcomeListener {
   std::vector<std::uint64_t> announced() {
     std::vector<std::uint64_t> ids;
     for (const std::string& payload : listener_.payloads()) {
-      // One line "ID KIND RUN_US" per outcome (003_batched.sql).
+      // One line "ID KIND RUN_US" per outcome (functions.sql, sandglass_notify_outcomes).
       std::string_view lines{payload};
       while (!lines.empty()) {
         const std::size_t nl = lines.find('\n');
