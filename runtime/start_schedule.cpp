@@ -324,6 +324,14 @@ StartSchedule::Ending StartSchedule::finish(const PlanPtr& plan, Outcome outcome
   const Job& job = *plan->job;
   outcome.id = job.id;
   outcome.timings.budget = job.budget;
+  if (!plan->attempts.empty()) {
+    // The job's time, not its last attempt's: every run, and the waits around them.
+    Duration ran{};
+    for (const AttemptRecord& a : plan->attempts) ran += a.run_time;
+    const TimePoint end = saturating_add(job.deadline.time_point(), -outcome.timings.remaining_at_end);
+    outcome.timings.run_time = ran;
+    outcome.timings.queue_wait = std::max(end - job.enqueued_at - ran, Duration::zero());
+  }
   outcome.attempts = std::move(plan->attempts);
   outcome.retry_stop = stop;
   plan->last_failure.reset();

@@ -9,7 +9,9 @@
 // the runtime's timer serves (no thread or OS timer per job): the timer takes the due ones and
 // has the callback thread submit their attempts. When an attempt ends, the schedule decides
 // whether another one runs (see JobRetry) and otherwise publishes the scheduled job's one
-// outcome, listing every attempt that ran.
+// outcome, listing every attempt that ran. Its timings are the job's: run_time sums the
+// attempts' runs, queue_wait is the rest of the time from its start (submit + delay) to its end
+// (in the queue and between attempts), so queue_wait + run_time + remaining_at_end = budget.
 //
 // Exactly one outcome: a plan moves waiting → starting → attempting (→ waiting again for a
 // retry) → finished under the schedule's mutex, and only the call that moves it to finished

@@ -213,6 +213,10 @@ TEST_SUITE("Runtime retries") {
     CHECK(o.attempts[1].error == "transient 2");
     CHECK(o.attempts[2].state == State::completed);
     CHECK(calls == 3);
+    // The job's timings: every run, and the waits around them, add up to its budget.
+    CHECK(o.timings.run_time ==
+          o.attempts[0].run_time + o.attempts[1].run_time + o.attempts[2].run_time);
+    CHECK(o.timings.queue_wait + o.timings.run_time + o.timings.remaining_at_end == o.timings.budget);
     const sandglass::RuntimeStats s = rt.stats();
     CHECK(s.submitted == 1);
     CHECK(s.count(Reason::ok) == 1);
