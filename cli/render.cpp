@@ -1,5 +1,6 @@
 #include "cli/render.hpp"
 
+#include <boost/json/array.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
@@ -43,6 +44,17 @@ std::string timings_line(const object& t) {
                      text(t, "run_ms", "0"), text(t, "remaining_ms", "0"));
 }
 
+// "failed (handler_error), completed (ok)": each attempt's state and reason.
+std::string attempts_line(const boost::json::array& attempts) {
+  std::string out;
+  for (const value& a : attempts) {
+    if (!a.is_object()) continue;
+    out += fmt::format("{}{} ({})", out.empty() ? "" : ", ", text(a.get_object(), "state"),
+                       text(a.get_object(), "reason"));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string render_record(const object& r) {
@@ -69,6 +81,12 @@ std::string render_record(const object& r) {
   }
   if (field(r, "result") != nullptr) out += fmt::format("  result     {}\n", text(r, "result"));
   if (field(r, "error") != nullptr) out += fmt::format("  error      {}\n", text(r, "error"));
+  if (const value* a = field(r, "attempts"); a != nullptr && a->is_array() && !a->get_array().empty()) {
+    out += fmt::format("  attempts   {}: {}\n", a->get_array().size(), attempts_line(a->get_array()));
+  }
+  if (field(r, "retry_stopped") != nullptr) {
+    out += fmt::format("  retries    stopped: {}\n", text(r, "retry_stopped"));
+  }
   if (field(r, "timings") != nullptr)
     out += fmt::format("  timings    {}\n", timings_line(object_at(r, "timings")));
   return out;

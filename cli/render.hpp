@@ -3,6 +3,7 @@
 //
 //   job 7 sleep: completed (ok)
 //     result     {"slept_ms":100}
+//     attempts   2: failed (handler_error), completed (ok)      (a job with a retry or delay)
 //     timings    budget 500 ms = intake 0 + queue 0 + run 100 + remaining 394 ms (+ reserve)
 //
 // Fields a record lacks are left out, and fields this client does not know are ignored, so a

@@ -55,6 +55,9 @@ constexpr std::array<std::string_view, kPriorityCount> kPriorityNames = {"critic
                                                                          "normal", "sheddable"};
 constexpr std::array<std::string_view, kStateCount> kStateNames = {"completed", "failed", "rejected",
                                                          "expired", "cancelled"};
+constexpr std::array<std::string_view, kRetryStopCount> kRetryStopNames = {
+    "none",      "attempts_exhausted", "retry_skipped_budget", "retry_budget_exhausted",
+    "committed", "cancelled",          "rejected",             "shutting_down"};
 
 template <typename Enum, std::size_t N>
 std::string_view name_of(const std::array<std::string_view, N>& names, Enum value) noexcept {
@@ -91,6 +94,8 @@ std::optional<Priority> priority_from_string(std::string_view name) noexcept {
 }
 
 std::string_view to_string(State state) noexcept { return name_of(kStateNames, state); }
+
+std::string_view to_string(RetryStop stop) noexcept { return name_of(kRetryStopNames, stop); }
 
 State state_of(Reason reason) noexcept {
   const auto index = static_cast<std::size_t>(reason);

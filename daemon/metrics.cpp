@@ -108,6 +108,8 @@ struct DaemonMetrics::Families {
     Counter& work_after_deadline;
     Counter& after_deadline;
     CounterSlot overruns;
+    CounterSlot retries;
+    std::array<CounterSlot, kRetryStopCount + 1> retry_stops;
     Histogram& budget_granted;
     Histogram& queue_wait;
     Histogram& remaining_at_dispatch;
@@ -136,6 +138,13 @@ struct DaemonMetrics::Families {
         overruns{counter_family(
             registry, "sandglass_overruns_total",
             "Jobs reported still running overrun_after past their deadline (workers held).")},
+        retries{counter_family(registry, "sandglass_retries_total",
+                               "Attempts run again after a failed one (JobSpec::retry), by kind.")},
+        retry_stops{counter_family(
+            registry, "sandglass_retry_stops_total",
+            "Jobs whose last attempt failed and that were not tried again, by why: "
+            "attempts_exhausted, retry_skipped_budget, retry_budget_exhausted, committed, "
+            "cancelled, rejected, shutting_down.")},
         budget_granted{histogram_family(registry, "sandglass_budget_granted_seconds",
                                         "Time budget granted to admitted jobs.")},
         queue_wait{histogram_family(
@@ -200,6 +209,8 @@ struct DaemonMetrics::Families {
   Family<Counter>& work_after_deadline;
   Family<Counter>& after_deadline;
   Family<Counter>& overruns;
+  Family<Counter>& retries;
+  Family<Counter>& retry_stops;
   Family<Histogram>& budget_granted;
   Family<Histogram>& queue_wait;
   Family<Histogram>& remaining_at_dispatch;
@@ -269,6 +280,19 @@ void DaemonMetrics::job_finished(const Outcome& outcome, Priority priority) {
         .Increment();
   }
   if (outcome.reason == Reason::completed_after_cancel) k.completed_after_cancel.Increment();
+  if (outcome.attempts.size() > 1) {
+    k.retries.get(f.retries, [&] { return Labels{{"kind", outcome.kind}}; })
+        .Increment(static_cast<double>(outcome.attempts.size() - 1));
+  }
+  if (outcome.retry_stop != RetryStop::none) {
+    k.retry_stops[slot_of<kRetryStopCount>(outcome.retry_stop)]
+        .get(f.retry_stops,
+             [&] {
+               return Labels{{"kind", outcome.kind},
+                             {"reason", std::string{to_string(outcome.retry_stop)}}};
+             })
+        .Increment();
+  }
 
   const Timings& t = outcome.timings;
   // A shed job was admitted and waited before a job of a higher class pushed it out.

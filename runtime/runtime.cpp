@@ -23,6 +23,7 @@ std::string RuntimeOptions::validate() const {
   if (overrun_after <= Duration::zero()) return "overrun_after: must be positive";
   if (tiny_job < Duration::zero()) return "tiny_job: must not be negative";
   if (queue_delay_target < Duration::zero()) return "queue_delay_target: must not be negative";
+  if (std::string e = retry_budget.validate(); !e.empty()) return "retry_budget." + e;
   return {};
 }
 
@@ -145,6 +146,7 @@ JobProgress JobHandle::progress() const noexcept {
     p.started_at = job_->started_at;
     p.worker = job_->worker;
   }
+  p.scheduled = job_->waiting_.load(std::memory_order_relaxed);
   return p;
 }
 

@@ -58,6 +58,7 @@ RuntimeCore::RuntimeCore(RuntimeOptions options)
       standing_by_(options_.workers, 0),
       worker_jobs_(options_.workers, nullptr),
       slot_ends_{std::make_unique<SlotEnd[]>(options_.workers)},
+      schedule_{*this, options_.retry_budget, options_.retry_random},
       serial_{g_next_serial.fetch_add(1, std::memory_order_relaxed)},
       standing_{options_.queue_delay_target},
       outcome_counts_{std::make_unique<OutcomeCounts[]>(options_.workers + 1)} {
@@ -178,12 +179,37 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
   if (static_cast<std::size_t>(spec.priority) >= kPriorityCount) {
     throw std::invalid_argument{"submit: priority is not one of critical, high, normal, sheddable"};
   }
+  if (spec.retry && spec.retry->max_attempts < 1) {
+    throw std::invalid_argument{"submit: retry.max_attempts must be at least 1"};
+  }
+  if (spec.retry && spec.retry->backoff < Duration::zero()) {
+    throw std::invalid_argument{"submit: retry.backoff must not be negative"};
+  }
   // Every submission that got this far takes an id: ids count submissions (stats()).
   const JobId id = next_id_.fetch_add(1, std::memory_order_relaxed);
+  if (StartSchedule::wanted(spec)) {
+    JobRef job = Job::make(std::move(on_outcome));
+    job->id = id;
+    const Resolved states = resolve(spec.kind, spec.estimate_key);
+    job->kind_name = states.kind->name;
+    job->origin = states.estimate;
+    job->priority = spec.priority;
+    if (spec.expected > Duration::zero()) job->extras().expected = spec.expected;
+    if (!spec.idempotency_key.empty()) job->extras().idempotency_key = spec.idempotency_key;
+    schedule_.submit(job, std::move(spec), std::move(handler), std::move(awaitable), Clock::now());
+    return JobHandle{std::move(job)};
+  }
+  return JobHandle{submit_job(id, std::move(spec), std::move(handler), std::move(on_outcome),
+                              std::move(awaitable), false)};
+}
 
+JobRef RuntimeCore::submit_job(JobId id, JobSpec&& spec, JobHandler&& handler,
+                               OutcomeCallback&& on_outcome,
+                               std::unique_ptr<AwaitableRun> awaitable, bool attempt) {
   // Recycled records (see job_pool.hpp): no lock, and no cross-thread free into malloc.
   JobRef job = Job::make(std::move(on_outcome));
   job->id = id;
+  job->attempt_ = attempt;
   const Resolved states = resolve(spec.kind, spec.estimate_key);
   KindState& ks = *states.kind;
   EstimateState& es = *states.estimate;
@@ -211,7 +237,7 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
     job->phase = Job::Phase::finished;
     finish_unstarted(*job, State::cancelled, Reason::cancelled_in_queue, CancelCause::upstream, {},
                      now);
-    return JobHandle{std::move(job)};
+    return job;
   }
   if (spec.parent.can_be_cancelled()) {
     // Registered before the job becomes visible to workers, who reset the registration when
@@ -235,7 +261,7 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
   const Duration start_within = standing_.standing() ? standing_.target() : Duration::max();
   // A job with a parent takes the lock: the parent's callback may look at it from now on.
   if (!spec.parent.can_be_cancelled() && admit_lock_free(job, now, !spec.deadline, start_within)) {
-    return JobHandle{std::move(job)};
+    return job;
   }
   Admission admission;
   JobRef shed;
@@ -315,10 +341,12 @@ JobHandle RuntimeCore::submit(JobSpec&& spec, JobHandler&& handler, OutcomeCallb
   } else if (spec.parent.cancelled()) {
     cancel(*job, CancelCause::upstream);  // a no-op if the callback got there first
   }
-  return JobHandle{std::move(job)};
+  return job;
 }
 
 bool RuntimeCore::cancel(Job& job, CancelCause cause) {
+  // A scheduled job's phase is set before it is visible and never changes.
+  if (job.phase == Job::Phase::scheduled) return schedule_.cancel(job, cause);
   Lock lock{mu_};
   if (job.phase == Job::Phase::queued) {
     const std::uint64_t spliced = queue_.spliced_total();
@@ -609,6 +637,7 @@ void RuntimeCore::timer_loop() {
   std::vector<DroppedJob> expired;
   std::vector<JobRef> overdue;
   std::vector<Overrun> overruns;
+  std::vector<JobRef> due_starts;
   Lock lock{mu_};
   while (!stop_timer_) {
     const TimePoint now = Clock::now();
@@ -618,14 +647,24 @@ void RuntimeCore::timer_loop() {
     // sleep (it marked itself idle before, so this finds it). Lock-free: fine under mu_.
     if (queue_.spliced_total() != spliced) idle_.wake_one();
     take_dropped(dropped, expired);
-    const Deadline next = earlier(queue_.next_drop_time(), visit_overdue(now, overdue, overruns));
-    if (!expired.empty() || !overdue.empty() || !overruns.empty()) {
+    schedule_.take_due(now, due_starts);
+    const Deadline next = earlier(earlier(queue_.next_drop_time(), visit_overdue(now, overdue, overruns)),
+                                  schedule_.next_start());
+    if (!expired.empty() || !overdue.empty() || !overruns.empty() || !due_starts.empty()) {
       notify_if_drained();
       // What left may have been a group's unparked item: a worker unparks the next one.
       const bool wake_worker = !expired.empty() && !queue_.empty();
       lock.unlock();
       if (wake_worker) idle_.wake_one();
       dispatch_from_timer(expired, overdue, overruns);
+      if (!due_starts.empty()) {
+        // Admission may publish a rejection (user code): on the callback thread.
+        boost::asio::post(*callbacks_, [this, due = std::move(due_starts)] {
+          const CallbackScope scope{this};
+          for (const JobRef& job : due) schedule_.start_attempt(job);
+        });
+        due_starts.clear();
+      }
       lock.lock();
       continue;
     }
@@ -669,9 +708,21 @@ void RuntimeCore::dispatch_from_timer(std::vector<DroppedJob>& expired,
 }
 
 void RuntimeCore::stop_admitting() {
-  Lock lock{mu_};
-  closing_ = true;
-  queue_.close();
+  {
+    Lock lock{mu_};
+    closing_ = true;
+    queue_.close();
+  }
+  schedule_.close();
+}
+
+void RuntimeCore::wake_timer_at(TimePoint at) {
+  bool wake = false;
+  {
+    Lock lock{mu_};
+    wake = wake_timer_for(Deadline::at(at));
+  }
+  if (wake) timer_wake_.notify_one();
 }
 
 void RuntimeCore::refuse_from_callback(const char* what) const {
@@ -686,6 +737,12 @@ void RuntimeCore::shutdown_until(Deadline drain_deadline) {
   refuse_from_callback("Runtime::shutdown");
   std::lock_guard shutdown_lock{shutdown_mu_};
   if (shut_down_) return;
+  {
+    Lock lock{mu_};
+    closing_ = true;
+    queue_.close();
+  }
+  schedule_.close();  // what waits for a later start ends now; no retry starts from here on
   std::vector<JobRef> left_in_queue;
   std::vector<JobRef> still_running;
   for (;;) {
@@ -968,7 +1025,9 @@ void RuntimeCore::finish_unstarted(Job& job, State state, Reason reason, CancelC
 void RuntimeCore::publish(Job& job, Outcome&& outcome, bool kept, std::size_t worker) {
   std::atomic<std::uint64_t>& count =
       outcome_counts_[std::min(worker, options_.workers)].by_reason[static_cast<std::size_t>(outcome.reason)];
-  if (worker < options_.workers) {
+  if (job.attempt_) {
+    // One attempt of a scheduled job: that job's outcome is the one counted.
+  } else if (worker < options_.workers) {
     // A worker's row has one writer, the worker itself: a load and a store, no locked
     // read-modify-write (readers only load).
     count.store(count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);

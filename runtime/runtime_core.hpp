@@ -37,6 +37,10 @@
 // jobs' outcomes and their callbacks, overrun reports — to one callback thread, in that order,
 // so a slow callback delays other callbacks but never a deadline signal.
 //
+// Delayed starts and retries (JobSpec::delay, JobSpec::retry) live in the StartSchedule: the
+// timer also sleeps until its earliest start and hands the due ones to the callback thread,
+// which submits their attempts here as ordinary jobs.
+//
 // Thread safety: every public member function may be called concurrently.
 #pragma once
 
@@ -47,6 +51,7 @@
 #include "runtime/estimate_state.hpp"
 #include "runtime/idle_workers.hpp"
 #include "runtime/standing_queue.hpp"
+#include "runtime/start_schedule.hpp"
 #include "workers/awaitable_runner.hpp"
 #include "workers/job.hpp"
 #include "workers/worker_pool.hpp"
@@ -112,7 +117,15 @@ class RuntimeCore final : public JobSource {
   void finish_detached(JobRef job, Outcome&& outcome) noexcept override;
 
  private:
+  friend class StartSchedule;
   using Lock = std::unique_lock<std::mutex>;
+
+  // Admits or rejects a job that is not scheduled (see submit) with id `id`. `attempt`: it is
+  // one attempt of a scheduled job (Job::attempt_), which publishes the outcome that counts.
+  JobRef submit_job(JobId id, JobSpec&& spec, JobHandler&& handler, OutcomeCallback&& on_outcome,
+                    std::unique_ptr<AwaitableRun> awaitable, bool attempt);
+  // Tells the timer about a scheduled start at `at` (takes mu_).
+  void wake_timer_at(TimePoint at);
 
   struct StringHash {
     using is_transparent = void;
@@ -261,6 +274,8 @@ class RuntimeCore final : public JobSource {
     std::atomic<TimePoint::rep> ns{TimePoint::min().time_since_epoch().count()};
   };
   std::unique_ptr<SlotEnd[]> slot_ends_;
+  // Jobs that wait for a later start; its own mutex (taken after mu_, never before).
+  StartSchedule schedule_;
   std::mutex kinds_mu_;  // guards kinds_ and estimates_; never taken under mu_
   std::unordered_map<std::string, KindState, StringHash, std::equal_to<>> kinds_;
   // Run-time estimates per estimate key (JobSpec::estimate_key, else the kind).

@@ -55,7 +55,9 @@ struct alignas(64) JobOrigin {
 class JobRef;
 
 struct Job : QueueItem, CancelState {
-  enum class Phase : std::uint8_t { pending, queued, running, finished };
+  // `scheduled`: the job waits for a later start (a delay, a retry's backoff) in the runtime's
+  // schedule, which runs each of its attempts as a job of its own and publishes its outcome.
+  enum class Phase : std::uint8_t { pending, queued, running, finished, scheduled };
 
   // A fresh record from the pool, holding one reference (the returned one); with
   // `on_outcome` in its tail if that is not empty.
@@ -111,6 +113,10 @@ struct Job : QueueItem, CancelState {
   bool overrun_reported = false;       // guarded by the runtime: on_overrun was told of it
   std::atomic<bool> done_{false};      // the outcome is published
   std::atomic<bool> started_{false};   // the handler was handed to a worker (for observers)
+  // A scheduled job (Phase::scheduled) that waits for its start now (for observers).
+  std::atomic<bool> waiting_{false};
+  // One attempt of a scheduled job: its outcome goes to that job, which is the one counted.
+  bool attempt_ = false;
  private:
   bool has_callback_ = false;          // this is a JobWithCallback
 

@@ -197,7 +197,7 @@ Api::ClientGone Api::handle(const HttpRequest& request, Respond respond) {
 }
 
 Api::ClientGone Api::submit(const HttpRequest& request, TimePoint arrived_at, Respond& respond) {
-  auto parsed = parse_job_request(request, config_.limits.max_json_depth);
+  auto parsed = parse_job_request(request, config_.limits.max_json_depth, config_.limits.max_delay);
   if (auto* e = std::get_if<RequestError>(&parsed)) {
     respond(error_response(kStatusBadRequest, e->message, e->field));
     return {};
@@ -222,19 +222,28 @@ Api::ClientGone Api::submit(const HttpRequest& request, TimePoint arrived_at, Re
     respond(error_response(kStatusBadRequest, e.what(), "args"));
     return {};
   }
+  if (cluster_ != nullptr && (req.retry || req.delay > Duration::zero())) {
+    // The cluster's queue table has no place for them yet.
+    respond(error_response(kStatusBadRequest, "is not supported in cluster mode yet",
+                           req.retry ? "retry" : "delay_ms"));
+    return {};
+  }
   if (cluster_ != nullptr) return cluster_->submit(std::move(req), arrived_at, std::move(respond));
 
   auto submit_job = [&]() -> JobId {
-    // The budget counts from the request's first byte, and the handler's deadline keeps the
-    // reserve back for the answer. (The runtime grants what is left of it at submission, or
-    // rejects it as budget_too_small.)
+    // The budget counts from the request's first byte (with a delay, from arrival + delay),
+    // and the handler's deadline keeps the reserve back for the answer. (The runtime grants
+    // what is left of it at submission, or rejects it as budget_too_small.)
     const BudgetPolicy& policy = runtime_.options().budget;
     const Duration budget = policy.grant(req.budget).budget;
     JobSpec spec{.kind = req.kind, .priority = req.priority,
-                 .deadline = Deadline::after(budget - std::min(budget, policy.reserve), arrived_at),
+                 .deadline = Deadline::after(budget - std::min(budget, policy.reserve),
+                                             saturating_add(arrived_at, req.delay)),
                  .idempotency_key = req.idempotency_key,
                  .estimate_key = std::move(estimate_key),
-                 .expected = req.expected};
+                 .expected = req.expected,
+                 .retry = req.retry,
+                 .delay = req.delay};
     metrics_.job_submitted(spec.kind, spec.priority);
     auto on_outcome = [this, priority = spec.priority](const Outcome& o) {
       // Only what the daemon decided: never args, results or error texts, which carry content.
@@ -246,7 +255,8 @@ Api::ClientGone Api::submit(const HttpRequest& request, TimePoint arrived_at, Re
     const JobHandle job = runtime_.submit(std::move(spec), std::move(handler), std::move(on_outcome));
     // Up to the runtime's own stamp, from which queue_ms counts: the four timings then add up
     // to the deadline however long the submitter was preempted within submit.
-    const Duration intake = job.progress().enqueued_at - arrived_at;
+    // A delayed job's stamp is its start: its delay is not intake.
+    const Duration intake = job.progress().enqueued_at - arrived_at - req.delay;
     records_.add(job, req.kind, {.intake = intake, .budget = budget});
     return job.id();
   };
@@ -287,7 +297,8 @@ Api::ClientGone Api::submit(const HttpRequest& request, TimePoint arrived_at, Re
     respond(std::move(r));
     return {};
   }
-  HttpResponse r{.status = kStatusAccepted, .body = json_text({{"id", id}, {"state", "queued"}})};
+  const std::string_view state = req.delay > Duration::zero() ? "scheduled" : "queued";
+  HttpResponse r{.status = kStatusAccepted, .body = json_text({{"id", id}, {"state", state}})};
   r.headers.emplace_back("Location", std::string{kJobPathPrefix} + std::to_string(id));
   respond(std::move(r));
   return {};

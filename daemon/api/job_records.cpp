@@ -1,10 +1,12 @@
 #include "daemon/api/job_records.hpp"
 
+#include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
+#include <algorithm>
 #include <chrono>
 
 namespace sandglass::daemon {
@@ -35,7 +37,25 @@ boost::json::object timings_json(Duration intake, Duration budget, Duration queu
           {"remaining_ms", whole_ms(remaining)}};
 }
 
+boost::json::array attempts_json(const std::vector<AttemptRecord>& attempts) {
+  boost::json::array out;
+  for (const AttemptRecord& a : attempts) {
+    boost::json::object entry{{"state", to_string(a.state)},
+                              {"reason", to_string(a.reason)},
+                              {"run_ms", whole_ms(a.run_time)},
+                              {"committed", a.committed}};
+    if (!a.error.empty()) entry["error"] = a.error;
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string_view live_state(const JobProgress& progress) noexcept {
+  if (progress.scheduled) return "scheduled";
+  return progress.started_at ? "running" : "queued";
+}
 
 std::string record_json(JobId id, const std::string& kind, const Outcome* outcome,
                         const JobProgress& progress, TimePoint now, const Arrival& arrival,
@@ -44,15 +64,17 @@ std::string record_json(JobId id, const std::string& kind, const Outcome* outcom
   r["id"] = id;
   r["kind"] = kind;
   if (outcome == nullptr) {
-    const bool running = progress.started_at.has_value();
+    const std::string_view state = live_state(progress);
+    const bool running = state == "running";
     const TimePoint start = running ? *progress.started_at : now;
-    r["state"] = running ? "running" : "queued";
+    r["state"] = state;
     r["reason"] = nullptr;
     if (requested != CancelCause::none) r["cause"] = to_string(requested);
     r["waiters"] = waiters;
     if (running) r["worker"] = progress.worker;
+    // A delayed job's budget counts from its start, which may lie ahead: no queue time yet.
     r["timings"] = timings_json(arrival.intake, arrival.budget.value_or(progress.budget),
-                                start - progress.enqueued_at, now - start,
+                                std::max(start - progress.enqueued_at, Duration::zero()), now - start,
                                 progress.deadline.slack(now));
     return boost::json::serialize(r);
   }
@@ -66,6 +88,8 @@ std::string record_json(JobId id, const std::string& kind, const Outcome* outcom
   const Timings& t = o.timings;
   r["timings"] = timings_json(arrival.intake, arrival.budget.value_or(t.budget), t.queue_wait,
                               t.run_time, t.remaining_at_end);
+  if (!o.attempts.empty()) r["attempts"] = attempts_json(o.attempts);
+  if (o.retry_stop != RetryStop::none) r["retry_stopped"] = to_string(o.retry_stop);
   return boost::json::serialize(r);
 }
 

@@ -6,13 +6,18 @@
 //    "timings": {"intake_ms": 0, "budget_ms": 1000, "queue_ms": 0, "run_ms": 50,
 //                "remaining_ms": 944}}
 //
+// A job submitted with a retry or a delay lists "attempts": [{"state", "reason", "run_ms",
+// "committed", "error"?}, ...], one per attempt that ran, and "retry_stopped": why no further
+// attempt ran while its last had failed (see sandglass::RetryStop).
+//
 // budget_ms is the request's budget (defaulted, clamped), counted from its first byte;
 // intake_ms the time from that byte until its job was submitted (reading and parsing the
 // request); remaining_ms the time from the job's end to its deadline, which keeps the reserve
 // (budget.reserve_ms) back for the answer. So budget_ms - reserve = intake_ms + queue_ms +
 // run_ms + remaining_ms, to the rounding of whole milliseconds.
 //
-// A live job has state "queued" or "running" (then "worker": the index of the worker thread that
+// A live job has state "scheduled" (it waits for its start: a delay, or a retry's backoff),
+// "queued" or "running" (then "worker": the index of the worker thread that
 // runs it), reason null, "waiters": the clients waiting for its answer (and "cause": "caller" once a DELETE asked to cancel it). Terminal records are kept for
 // `RecordRetention::keep`, and at most `max_count` of them and `max_bytes` of their results and
 // errors; the oldest are forgotten first. Timings are whole milliseconds, rounded toward zero;
@@ -62,6 +67,9 @@ struct Arrival {
   // answer is 409, not 499 (see http_status.hpp).
   bool cancelled_by_request = false;
 };
+
+// "scheduled", "queued" or "running": the state of a live job, as `progress` describes it.
+std::string_view live_state(const JobProgress& progress) noexcept;
 
 std::string record_json(JobId id, const std::string& kind, const Outcome* outcome,
                         const JobProgress& progress, TimePoint now, const Arrival& arrival = {},

@@ -177,6 +177,46 @@ std::optional<RequestError> read_expected_ms(const boost::json::value& v, JobReq
   return std::nullopt;
 }
 
+// delay_ms: an integer from 0 to `max_delay`.
+std::optional<RequestError> read_delay_ms(const boost::json::value& v, std::chrono::milliseconds max_delay,
+                                          JobRequest& out) {
+  if (!v.is_int64() || v.get_int64() < 0 || v.get_int64() > max_delay.count()) {
+    return RequestError{"delay_ms", "must be an integer from 0 to " + std::to_string(max_delay.count()) +
+                                        " (milliseconds; the daemon's server.max_delay_ms)"};
+  }
+  out.delay = std::chrono::milliseconds{v.get_int64()};
+  return std::nullopt;
+}
+
+// retry: {"max_attempts": 1..kMaxRetryAttempts, "backoff_ms": an integer >= 0 (default 100)}.
+std::optional<RequestError> read_retry(const boost::json::value& v, JobRequest& out) {
+  if (!v.is_object()) return RequestError{"retry", "must be an object with max_attempts and backoff_ms"};
+  JobRetry retry;
+  bool has_attempts = false;
+  for (const auto& [key, value] : v.get_object()) {
+    if (key == "max_attempts") {
+      if (!value.is_int64() || value.get_int64() < 1 || value.get_int64() > kMaxRetryAttempts) {
+        return RequestError{"retry.max_attempts", "must be an integer from 1 to " +
+                                                      std::to_string(kMaxRetryAttempts) +
+                                                      " (attempts in all; 1: no retry)"};
+      }
+      retry.max_attempts = static_cast<int>(value.get_int64());
+      has_attempts = true;
+    } else if (key == "backoff_ms") {
+      constexpr auto kMaxMs = std::chrono::duration_cast<std::chrono::milliseconds>(Duration::max());
+      if (!value.is_int64() || value.get_int64() < 0 || value.get_int64() >= kMaxMs.count() / 2) {
+        return RequestError{"retry.backoff_ms", "must be a non-negative integer (milliseconds)"};
+      }
+      retry.backoff = std::chrono::milliseconds{value.get_int64()};
+    } else {
+      return RequestError{"retry." + std::string{key}, "is not a known field"};
+    }
+  }
+  if (!has_attempts) return RequestError{"retry.max_attempts", "is required"};
+  out.retry = retry;
+  return std::nullopt;
+}
+
 std::optional<RequestError> read_body_field(std::string_view key, const boost::json::value& v,
                                             JobRequest& out) {
   if (key == "kind") {
@@ -193,6 +233,8 @@ std::optional<RequestError> read_body_field(std::string_view key, const boost::j
     return read_timeout_ms(v, out);
   } else if (key == "expected_ms") {
     return read_expected_ms(v, out);
+  } else if (key == "retry") {
+    return read_retry(v, out);
   } else if (key == "idempotency_key") {
     if (!v.is_string() || v.get_string().empty() || v.get_string().size() > kMaxIdempotencyKeyBytes) {
       return RequestError{"idempotency_key", "must be a string of 1 to 256 bytes"};
@@ -271,7 +313,8 @@ std::optional<Duration> header_budget(const HttpRequest& request) {
 }
 
 std::variant<JobRequest, RequestError> parse_job_request(const HttpRequest& request,
-                                                         std::size_t max_json_depth) {
+                                                         std::size_t max_json_depth,
+                                                         std::chrono::milliseconds max_delay) {
   JobRequest out;
   auto wait = parse_wait_query(split_target(request.target).query, out.wait);
   if (auto* e = std::get_if<RequestError>(&wait)) return std::move(*e);
@@ -288,7 +331,10 @@ std::variant<JobRequest, RequestError> parse_job_request(const HttpRequest& requ
     return RequestError{std::move(key), "appears more than once in its object"};
   }
   for (const auto& [key, value] : body.get_object()) {
-    if (auto e = read_body_field(key, value, out)) return *e;
+    // delay_ms needs the limit, which no other field does.
+    if (auto e = key == "delay_ms" ? read_delay_ms(value, max_delay, out) : read_body_field(key, value, out)) {
+      return *e;
+    }
   }
   if (out.kind.empty()) return RequestError{"kind", "is required"};
   // The header form, which a forwarding sandglassd sends. Both forms may be sent, with one key:

@@ -1,7 +1,8 @@
 // job_request.hpp (private) — `JobRequest`, a validated `POST /v1/jobs`, and its parser.
 //
 //   body:    {"kind": str, "args": object?, "priority": "critical"|"high"|"normal"|"sheddable"?,
-//             "timeout_ms": int?, "idempotency_key": str?, "expected_ms": int?}
+//             "timeout_ms": int?, "idempotency_key": str?, "expected_ms": int?,
+//             "delay_ms": int?, "retry": {"max_attempts": int, "backoff_ms": int?}?}
 //   headers: x-request-timeout-ms, grpc-timeout, idempotency-key (when the body has none)
 //   query:   wait=true|false
 //
@@ -19,6 +20,7 @@
 
 #include <boost/json/object.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -37,6 +39,10 @@ struct JobRequest {
   Duration expected{};
   std::string idempotency_key;
   bool wait = true;  // answer with the terminal outcome (else 202 at once)
+  // delay_ms: the job starts no earlier than arrival + delay, and its budget counts from then
+  // (JobSpec::delay); zero when the request names none.
+  Duration delay{};
+  std::optional<JobRetry> retry;  // "retry", when the request has one (JobSpec::retry)
 };
 
 // What is wrong with a request: answered 400 `{"error": message, "field": field}`.
@@ -46,10 +52,14 @@ struct RequestError {
 };
 
 inline constexpr std::size_t kMaxIdempotencyKeyBytes = 256;
+inline constexpr int kMaxRetryAttempts = 100;  // retry.max_attempts: 1 to this
+inline constexpr std::chrono::milliseconds kDefaultMaxDelay{3'600'000};
 inline constexpr std::string_view kIdempotencyKeyHeader = "idempotency-key";
 
-std::variant<JobRequest, RequestError> parse_job_request(const HttpRequest& request,
-                                                         std::size_t max_json_depth);
+// `max_delay`: the largest delay_ms accepted (ServerLimits::max_delay).
+std::variant<JobRequest, RequestError> parse_job_request(
+    const HttpRequest& request, std::size_t max_json_depth,
+    std::chrono::milliseconds max_delay = kDefaultMaxDelay);
 
 // The query of POST /v1/jobs and of GET /v1/jobs/{id}: `wait=true|false` (or 1|0), nothing
 // else; without it, `wait_by_default`. An unknown parameter is an error naming it.

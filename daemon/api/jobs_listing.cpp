@@ -12,8 +12,9 @@
 namespace sandglass::daemon {
 namespace {
 
-constexpr std::array<std::string_view, 7> kStates{"queued",  "running", "completed", "failed",
-                                                 "rejected", "expired", "cancelled"};
+constexpr std::array<std::string_view, 8> kStates{"scheduled", "queued",  "running",
+                                                 "completed", "failed",  "rejected",
+                                                 "expired",   "cancelled"};
 
 std::optional<std::uint64_t> whole_number(std::string_view text) {
   std::uint64_t n = 0;
@@ -28,7 +29,7 @@ RequestError bad(std::string_view field, std::string message) {
 
 std::string state_name(const JobRecords::View& v) {
   if (v.outcome) return std::string{to_string(v.outcome->state)};
-  return v.progress.started_at ? "running" : "queued";
+  return std::string{live_state(v.progress)};
 }
 
 bool matches(const ListingQuery& q, const JobRecords::View& v) {
@@ -61,7 +62,7 @@ std::variant<ListingQuery, RequestError> parse_listing_query(std::string_view qu
     if (!value) return bad(key, "has a malformed percent escape");
     if (key == "state") {
       if (std::find(kStates.begin(), kStates.end(), *value) == kStates.end()) {
-        return bad(key, "must be one of queued, running, completed, failed, rejected, expired, cancelled");
+        return bad(key, "must be one of scheduled, queued, running, completed, failed, rejected, expired, cancelled");
       }
       q.state = *value;
     } else if (key == "kind") {
@@ -89,7 +90,7 @@ std::variant<ListingQuery, RequestError> parse_listing_query(std::string_view qu
 }
 
 std::string listing_json(const JobRecords& records, const ListingQuery& q, TimePoint now) {
-  const bool live_only = q.state == "queued" || q.state == "running";
+  const bool live_only = q.state == "scheduled" || q.state == "queued" || q.state == "running";
   std::vector<JobId> ids = live_only ? records.live_ids() : records.recent_ids();
   std::sort(ids.begin(), ids.end(), std::greater<>{});
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());

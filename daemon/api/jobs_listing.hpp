@@ -3,7 +3,7 @@
 //   GET /v1/jobs?state=running&kind=sleep&limit=20
 //   {"jobs": [<record>, ...], "next_cursor": "1234"}      next page: ...&cursor=1234
 //
-// Query parameters, each at most once: `state` (queued, running, completed, failed, rejected,
+// Query parameters, each at most once: `state` (scheduled, queued, running, completed, failed, rejected,
 // expired, cancelled), `kind`, `reason` (a reason code, e.g. queue_full), `cause` (caller,
 // deadline, upstream, shutdown), `limit` (1..1000, default 100) and `cursor` (a next_cursor
 // from an earlier page: the jobs submitted before the last one listed). Values are

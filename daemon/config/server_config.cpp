@@ -32,6 +32,7 @@ std::span<const Field<DaemonConfig>> server_fields() {
     {"max_json_depth",
      [](DaemonConfig& c, const Entry& e) { c.limits.max_json_depth = e.count(1, 1024); }},
     {"auth_token_file", set_auth_token_file},
+    {"max_delay_ms", [](DaemonConfig& c, const Entry& e) { c.limits.max_delay = e.ms(0); }},
 };
   return kServerFields;
 }

@@ -9,7 +9,9 @@
 // Time rules: `budget` is relative (from admission, a clock reading inside `submit`: the
 // job's `enqueued_at`), `deadline` absolute and never moved; when both are given the earlier
 // wins. With neither, the runtime's default budget applies; a budget above the
-// maximum is clamped (see `BudgetPolicy`).
+// maximum is clamped (see `BudgetPolicy`). With a `delay`, the job may not start before
+// submit + delay, and its budget counts from that moment: deadline = submit + delay + budget.
+// A `retry` runs a failed attempt again inside the same deadline (see `JobRetry`).
 //
 // Thread safety: value types. A JobSpecRef refers to characters and a token it does not own.
 #pragma once
@@ -17,6 +19,7 @@
 #include <sandglass/cancel.hpp>
 #include <sandglass/deadline.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -35,6 +38,17 @@ std::string_view to_string(Priority priority) noexcept;
 std::optional<Priority> priority_from_string(std::string_view name) noexcept;
 
 using JobId = std::uint64_t;
+
+// Retries inside the job's one budget. An attempt that ends `failed` (the handler threw, or
+// threw JobFailed) runs again after a jittered exponential backoff (full jitter: the wait before
+// retry n is drawn from [0, backoff × 2^(n-1)]), only while the rest of the budget covers that
+// wait, the estimate key's tail estimate and the reserve; never after `commit()`, never after a
+// cancellation, and only while the kind's retry budget has a token (RuntimeOptions::retry_budget).
+// Each retry goes through admission again at its time.
+struct JobRetry {
+  int max_attempts = 1;  // in all, the first one included; 1: no retry
+  Duration backoff = std::chrono::milliseconds{100};  // cap of the wait before the first retry
+};
 
 struct JobSpecRef;
 
@@ -60,6 +74,10 @@ struct JobSpec {
                                          // and treats it as a key with no samples (admitted,
                                          // dropped unstarted only at its deadline); its deadline,
                                          // cancellation and run-time sample are as for any job
+  std::optional<JobRetry> retry;         // none, or max_attempts 1: one attempt
+  // Held back (not queued, not work ahead of others) until submit + delay, then admitted as a
+  // job submitted then; zero or less: none.
+  Duration delay{};
 
   // A view of this spec; it refers to this spec's strings and token.
   operator JobSpecRef() const noexcept;  // NOLINT: implicit, so async_submit takes a JobSpec
@@ -99,6 +117,8 @@ struct JobSpecRef {
   std::string_view estimate_key;
   Duration expected{};
   bool admitted = false;
+  std::optional<JobRetry> retry;
+  Duration delay{};
 
   // An owning copy.
   JobSpec to_spec() const {
@@ -110,7 +130,9 @@ struct JobSpecRef {
                    .idempotency_key = std::string{idempotency_key},
                    .estimate_key = std::string{estimate_key},
                    .expected = expected,
-                   .admitted = admitted};
+                   .admitted = admitted,
+                   .retry = retry,
+                   .delay = delay};
   }
 };
 
@@ -127,7 +149,9 @@ inline JobSpec::operator JobSpecRef() const noexcept {
                     .idempotency_key = idempotency_key,
                     .estimate_key = estimate_key,
                     .expected = expected,
-                    .admitted = admitted};
+                    .admitted = admitted,
+                    .retry = retry,
+                    .delay = delay};
 }
 
 }  // namespace sandglass

@@ -22,6 +22,10 @@
 //   cancelled  cancelled_in_queue                  removed from the queue; see `cause`
 //   cancelled  cancelled_while_running             stopped at a checkpoint; see `cause`
 //
+// A job submitted with a retry or a delay (see JobSpec) lists each attempt that ran in
+// `attempts`; when a retry was due but did not happen, `retry_stop` says why (and a retry that
+// the rest of the budget could not cover ends the job `failed`, `retry_skipped_budget`).
+//
 // `state_of(reason)` is this table, the one place that says which state a reason belongs to:
 // whoever groups outcomes by state (the daemon's drain summary, its HTTP status table, its
 // metrics) asks it instead of listing reasons again.
@@ -40,6 +44,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace sandglass {
 
@@ -61,6 +66,32 @@ struct Timings {
   Duration remaining_at_end{};    // deadline minus end time; negative when it ended late
 };
 
+// One attempt of a job that ran (see JobSpec::retry): how it ended.
+struct AttemptRecord {
+  State state = State::failed;
+  Reason reason = Reason::ok;
+  std::string error;     // what it threw, if anything
+  Duration run_time{};   // handler start to handler return
+  bool committed = false;
+};
+
+// Why a job's retries stopped while its last attempt had failed. Bounded: fit for a metrics label.
+enum class RetryStop : std::uint8_t {
+  none,                    // no retry was due (the last attempt did not fail, or none was asked)
+  attempts_exhausted,      // JobRetry::max_attempts ran
+  retry_skipped_budget,    // the rest of the budget cannot cover backoff + estimate + reserve
+  retry_budget_exhausted,  // the kind's retry budget had no token left
+  committed,               // the failed attempt had passed its commit point
+  cancelled,               // the job was cancelled
+  rejected,                // admission refused the next attempt at its start
+  shutting_down,           // the runtime stopped admitting
+};
+
+inline constexpr std::size_t kRetryStopCount = static_cast<std::size_t>(RetryStop::shutting_down) + 1;
+
+// "none", "attempts_exhausted", ..., as in the enum.
+std::string_view to_string(RetryStop stop) noexcept;
+
 struct Outcome {
   JobId id = 0;
   std::string kind;
@@ -80,6 +111,10 @@ struct Outcome {
   // or, when its estimate alone exceeds its budget, once the samples behind that estimate have
   // aged out (if no run renews them; max() if they never do). Zero otherwise.
   Duration retry_after{};
+  // With JobSpec::retry or delay: every attempt that ran, in order (empty if none ran). Empty
+  // for other jobs: the outcome itself is then their one attempt, if it ran.
+  std::vector<AttemptRecord> attempts;
+  RetryStop retry_stop = RetryStop::none;
 
   // True if the job's handler ran at least until its first instruction.
   bool started() const noexcept {

@@ -51,6 +51,7 @@
 #include <sandglass/job_spec.hpp>
 #include <sandglass/outcome.hpp>
 #include <sandglass/overrun.hpp>
+#include <sandglass/retry_policy.hpp>
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
@@ -117,6 +118,13 @@ struct RuntimeOptions {
   // early. Zero: adaptive, twice a slowly moving mean of the run times, at least 1 ms. Must
   // not be negative.
   Duration queue_delay_target{};
+  // Retries of jobs submitted with JobSpec::retry: a token bucket per kind, so that retries
+  // stay about `ratio` of the kind's attempts and a failing kind cannot flood the queue.
+  RetryBudgetOptions retry_budget{};
+  // Draws the retries' backoff jitter: a number in [0, 1) (see RetryPolicy::RandomSource); the
+  // wait before retry n is that fraction of JobRetry::backoff × 2^(n-1). Empty: a per-thread
+  // generator. Called on the runtime's threads, possibly concurrently.
+  std::function<double()> retry_random{};
 
   // Empty when consistent, else a message naming the offending field.
   std::string validate() const;
@@ -159,6 +167,8 @@ struct JobProgress {
   std::optional<TimePoint> started_at;  // set once a worker took it
   std::size_t worker = 0;               // its run slot (when started_at is set): for a blocking
                                         // handler, the index of the worker that runs it
+  bool scheduled = false;               // it waits for a later start (JobSpec::delay, or a
+                                        // retry's backoff): not queued, not running
 };
 
 class JobHandle {

@@ -1,7 +1,9 @@
-// The command-line client's parts on their own: durations, the daemon's URL, the exit codes.
+// The command-line client's parts on their own: durations, the daemon's URL, the exit codes,
+// the rendering of records.
 #include "cli/daemon_url.hpp"
 #include "cli/duration_arg.hpp"
 #include "cli/exit_codes.hpp"
+#include "cli/render.hpp"
 
 #include <doctest/doctest.h>
 
@@ -88,5 +90,26 @@ TEST_SUITE("sandglass CLI parts") {
       CHECK(code(record.c_str(), true) == ExitCode::deadline);
     }
     CHECK(code(R"({"state":"exploded"})") == ExitCode::failed);
+  }
+
+  TEST_CASE("a record lists each attempt and why retrying stopped") {
+    const auto record = boost::json::parse(
+        R"({"id":9,"kind":"exec","state":"failed","reason":"retry_skipped_budget","committed":false,
+            "attempts":[{"state":"failed","reason":"handler_error","run_ms":3,"committed":false},
+                        {"state":"failed","reason":"handler_error","run_ms":2,"committed":false}],
+            "retry_stopped":"retry_skipped_budget"})").as_object();
+    CHECK(render_record(record) ==
+          "job 9 exec: failed (retry_skipped_budget)\n"
+          "  attempts   2: failed (handler_error), failed (handler_error)\n"
+          "  retries    stopped: retry_skipped_budget\n");
+    CHECK(exit_code_of(record, true) == ExitCode::deadline);
+  }
+
+  TEST_CASE("a scheduled job renders as scheduled and has not ended") {
+    const auto record = boost::json::parse(
+        R"({"id":4,"kind":"sleep","state":"scheduled","reason":null,"waiters":0})").as_object();
+    CHECK(render_record(record) == "job 4 sleep: scheduled\n");
+    CHECK(not_ended(record));
+    CHECK(exit_code_of(record, false) == ExitCode::completed);
   }
 }

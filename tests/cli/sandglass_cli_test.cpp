@@ -162,7 +162,7 @@ TEST_SUITE("sandglass CLI") {
     SUBCASE("the daemon's 400 for a bad listing filter, and 404 for an unknown job") {
       const CliResult list = cli(d.port(), {"list", "--state", "done"});
       CHECK(list.exit_code == 2);
-      CHECK(list.err.starts_with("sandglass: state: must be one of queued, running"));
+      CHECK(list.err.starts_with("sandglass: state: must be one of scheduled, queued, running"));
       const CliResult get = cli(d.port(), {"get", "424242"});
       CHECK(get.exit_code == 2);
       CHECK(get.err == "sandglass: id: no such job (unknown or forgotten) (HTTP 404)\n");

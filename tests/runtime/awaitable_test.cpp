@@ -16,6 +16,7 @@
 #include <atomic>
 #include <latch>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -75,6 +76,30 @@ static_assert(Submittable<decltype(kBlocking)>);
 }  // namespace
 
 TEST_SUITE("Runtime awaitable handlers") {
+  TEST_CASE("an awaitable job with a delay and a retry runs its coroutine again after a failure" *
+            doctest::timeout(30)) {
+    IoThread io;
+    sandglass::RuntimeOptions options{.workers = 2};
+    options.retry_random = [] { return 0.0; };
+    Runtime rt{options};
+    std::atomic<int> calls{0};
+    const Outcome o =
+        rt.submit({.kind = "await-retry", .budget = 5s,
+                   .retry = sandglass::JobRetry{.max_attempts = 3, .backoff = 1ms}, .delay = 2ms},
+                  sandglass::awaitable_job(io.executor(),
+                                           [&calls](JobContext&) -> asio::awaitable<void> {
+                                             if (calls.fetch_add(1) == 0) throw std::runtime_error{"first"};
+                                             co_return;
+                                           }))
+            .wait();
+    CHECK(o.state == sandglass::State::completed);
+    REQUIRE(o.attempts.size() == 2);
+    CHECK(o.attempts[0].reason == Reason::handler_error);
+    CHECK(o.attempts[0].error == "first");
+    CHECK(calls == 2);
+    rt.shutdown(1s);
+  }
+
   TEST_CASE("a thousand awaiting jobs on two slots each get exactly one outcome, and those that ran were cancelled by their deadline" *
             doctest::timeout(120)) {
     IoThread io;

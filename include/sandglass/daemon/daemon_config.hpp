@@ -48,6 +48,7 @@ struct ServerLimits {
   std::chrono::milliseconds write_timeout{10'000};  // to write one response
   std::chrono::milliseconds idle_timeout{60'000};   // a keep-alive connection with no request
   std::size_t max_json_depth = 32;              // deeper request bodies: 400
+  std::chrono::milliseconds max_delay{3'600'000};  // a longer delay_ms: 400 naming it
 };
 
 // How long terminal job records stay queryable with GET /v1/jobs/{id}.

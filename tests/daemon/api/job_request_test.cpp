@@ -33,6 +33,34 @@ TEST_SUITE("job request") {
     CHECK_FALSE(j.wait);
   }
 
+  TEST_CASE("retry and delay_ms are read, bounded, and a bad value names its field") {
+    const auto r = parse_job_request(
+        post(R"({"kind":"exec","retry":{"max_attempts":3,"backoff_ms":20},"delay_ms":1500})"), 32,
+        2000ms);
+    REQUIRE(std::holds_alternative<JobRequest>(r));
+    const JobRequest& j = std::get<JobRequest>(r);
+    REQUIRE(j.retry.has_value());
+    CHECK(j.retry->max_attempts == 3);
+    CHECK(j.retry->backoff == sandglass::Duration{20ms});
+    CHECK(j.delay == sandglass::Duration{1500ms});
+
+    const auto defaulted = parse_job_request(post(R"({"kind":"exec","retry":{"max_attempts":2}})"), 32);
+    REQUIRE(std::holds_alternative<JobRequest>(defaulted));
+    CHECK(std::get<JobRequest>(defaulted).retry->backoff == sandglass::Duration{100ms});
+    CHECK(std::get<JobRequest>(defaulted).delay == sandglass::Duration::zero());
+
+    const auto field = [](const std::string& body) {
+      const auto e = parse_job_request(post(body), 32, 2000ms);
+      REQUIRE(std::holds_alternative<RequestError>(e));
+      return std::get<RequestError>(e).field;
+    };
+    CHECK(field(R"({"kind":"exec","delay_ms":2001})") == "delay_ms");
+    CHECK(field(R"({"kind":"exec","delay_ms":-5})") == "delay_ms");
+    CHECK(field(R"({"kind":"exec","retry":{"max_attempts":0}})") == "retry.max_attempts");
+    CHECK(field(R"({"kind":"exec","retry":{"max_attempts":2,"backoff_ms":"1s"}})") == "retry.backoff_ms");
+    CHECK(field(R"({"kind":"exec","retry":[]})") == "retry");
+  }
+
   TEST_CASE("no budget anywhere leaves the budget empty and the request waits") {
     const auto r = parse_job_request(post(R"({"kind":"sleep"})"), 32);
     REQUIRE(std::holds_alternative<JobRequest>(r));

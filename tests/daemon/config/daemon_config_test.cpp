@@ -203,7 +203,7 @@ TEST_SUITE("DaemonConfig") {
       CHECK(e.what ==
             "server.listen_on: unknown key; known keys here: listen, io_threads, max_body_bytes, "
             "max_header_bytes, max_connections, read_timeout_ms, write_timeout_ms, "
-            "idle_timeout_ms, max_json_depth, auth_token_file");
+            "idle_timeout_ms, max_json_depth, auth_token_file, max_delay_ms");
     }
     SUBCASE("at the top level") {
       const Thrown e = parse_error("workers = 4\n");
