@@ -10,35 +10,37 @@
 using namespace sandglass::testing;
 using boost::json::object;
 
+namespace {
+
+// Runs one `long_ms` job of `kind` to its end on a fresh daemon, then one of `short_ms` with a
+// budget of `budget_ms`: admitted (by its own size) and completed.
+void short_after_long(const std::string& kind, int long_ms, int short_ms, int budget_ms) {
+  DaemonProcess d{{}};
+  const auto body = [&](int ms) {
+    return R"({"kind":")" + kind + R"(","args":{"ms":)" + std::to_string(ms) + "}}";
+  };
+  const HttpAnswer long_one = post_job(d.port(), body(long_ms), {{"x-request-timeout-ms", "10000"}});
+  REQUIRE(long_one.status == 200);
+  REQUIRE(json_of(long_one).at("state").as_string() == "completed");
+  for (int i = 0; i < 3; ++i) {
+    const HttpAnswer short_one =
+        post_job(d.port(), body(short_ms), {{"x-request-timeout-ms", std::to_string(budget_ms)}});
+    CHECK(short_one.status == 200);
+    CHECK(json_of(short_one).at("state").as_string() == "completed");
+  }
+}
+
+}  // namespace
+
 TEST_SUITE("sandglassd sleep and spin size hints") {
   TEST_CASE("after one 3 s sleep a 10 ms sleep with a 1 s budget is admitted and completes" *
             doctest::timeout(60)) {
-    DaemonProcess d{{}};
-    const HttpAnswer long_one = post_job(d.port(), R"({"kind":"sleep","args":{"ms":3000}})",
-                                         {{"x-request-timeout-ms", "10000"}});
-    REQUIRE(long_one.status == 200);
-    REQUIRE(json_of(long_one).at("state").as_string() == "completed");
-
-    for (int i = 0; i < 3; ++i) {
-      const HttpAnswer short_one = post_job(d.port(), R"({"kind":"sleep","args":{"ms":10}})",
-                                            {{"x-request-timeout-ms", "1000"}});
-      CHECK(short_one.status == 200);
-      CHECK(json_of(short_one).at("state").as_string() == "completed");
-    }
+    short_after_long("sleep", 3000, 10, 1000);
   }
 
   TEST_CASE("after one 500 ms spin a 5 ms spin with a 300 ms budget is admitted and completes" *
             doctest::timeout(60)) {
-    DaemonProcess d{{}};
-    const HttpAnswer long_one = post_job(d.port(), R"({"kind":"spin","args":{"ms":500}})",
-                                         {{"x-request-timeout-ms", "10000"}});
-    REQUIRE(long_one.status == 200);
-    REQUIRE(json_of(long_one).at("state").as_string() == "completed");
-
-    const HttpAnswer short_one = post_job(d.port(), R"({"kind":"spin","args":{"ms":5}})",
-                                          {{"x-request-timeout-ms", "300"}});
-    CHECK(short_one.status == 200);
-    CHECK(json_of(short_one).at("state").as_string() == "completed");
+    short_after_long("spin", 500, 5, 300);
   }
 
   TEST_CASE("a sleep longer than its budget is refused as implausible before any ran, naming "
