@@ -176,6 +176,10 @@ struct DaemonMetrics::Families {
         queue_delay_target{gauge_family(registry, "sandglass_admission_queue_delay_target_seconds",
                                         "The standing-queue rule's target delay now.")
                                .Add({})},
+        prediction_error{gauge_family(registry, "sandglass_admission_prediction_error_seconds",
+                                      "The tail (p99, at least 0) of the runtime's own prediction "
+                                      "error, of a job's start, run time or finish; admission adds "
+                                      "the finish's to every predicted finish.")},
         estimate_seconds{gauge_family(
             registry, "sandglass_estimate_seconds",
             "Run-time estimate per estimate key: stat mean predicts the work queued ahead, "
@@ -225,6 +229,7 @@ struct DaemonMetrics::Families {
   Gauge& overrunning;
   Gauge& standing_queue;
   Gauge& queue_delay_target;
+  Family<Gauge>& prediction_error;
   Family<Gauge>& estimate_seconds;
   Family<Gauge>& estimate_samples;
 
@@ -339,6 +344,9 @@ std::string DaemonMetrics::render(const RuntimeStats& stats, std::size_t workers
   f.overrunning.Set(static_cast<double>(stats.overrunning));
   f.standing_queue.Set(stats.standing_queue ? 1.0 : 0.0);
   f.queue_delay_target.Set(std::chrono::duration<double>(stats.queue_delay_target).count());
+  f.prediction_error.Add({{"of", "start"}}).Set(std::chrono::duration<double>(stats.start_error_tail).count());
+  f.prediction_error.Add({{"of", "run"}}).Set(std::chrono::duration<double>(stats.run_error_tail).count());
+  f.prediction_error.Add({{"of", "finish"}}).Set(std::chrono::duration<double>(stats.prediction_margin).count());
   for (const EstimateSnapshot& e : estimates) {
     const auto seconds = [](Duration d) { return std::chrono::duration<double>(d).count(); };
     f.estimate_seconds.Add({{"kind", e.kind}, {"key", e.key}, {"stat", "mean"}}).Set(seconds(e.mean));

@@ -35,13 +35,13 @@ void pause() noexcept {
 }  // namespace
 
 bool DeadlineQueue::admit_lock_free(QueueItem& item, TimePoint now, BusyBound busy,
-                                    Duration start_within) noexcept {
-  return lock_free_may_admit(item, now, busy, start_within) &&
-         claim_lock_free(item, now, busy, start_within);
+                                    Duration start_within, Duration margin) noexcept {
+  return lock_free_may_admit(item, now, busy, start_within, margin) &&
+         claim_lock_free(item, now, busy, start_within, margin);
 }
 
 bool DeadlineQueue::lock_free_may_admit(QueueItem& item, TimePoint now, BusyBound busy,
-                                        Duration start_within) noexcept {
+                                        Duration start_within, Duration margin) noexcept {
   if (item.group != 0) return false;
   item.estimate = std::max(item.estimate, Duration::zero());
   item.work = std::max(item.work, Duration::zero());
@@ -51,13 +51,14 @@ bool DeadlineQueue::lock_free_may_admit(QueueItem& item, TimePoint now, BusyBoun
   const std::size_t cls = index_of(item.priority);
   // The tests of claim_lock_free with plain loads: an item that will be declined (most
   // rejections) then costs no read-modify-write, and a rejection stays cheap.
+  TimePoint start{};
   return !closed_.load(std::memory_order_relaxed) && size() < options_.capacity &&
          ns_since_epoch(item.deadline.time_point()) >= order_[cls].load(std::memory_order_relaxed) &&
-         fits(item, cls, now, busy, 0, start_within);
+         fits(item, cls, now, busy, 0, start_within, margin, start);
 }
 
 bool DeadlineQueue::claim_lock_free(QueueItem& item, TimePoint now, BusyBound busy,
-                                    Duration start_within) noexcept {
+                                    Duration start_within, Duration margin) noexcept {
   const std::size_t cls = index_of(item.priority);
   const std::int64_t deadline = ns_since_epoch(item.deadline.time_point());
   // Releases read before the reservation (acquire: pairs with the release store in release()):
@@ -77,13 +78,15 @@ bool DeadlineQueue::claim_lock_free(QueueItem& item, TimePoint now, BusyBound bu
   // After the reservation: close() pairs with it (see there).
   if (!closed_.load(std::memory_order_seq_cst)) {
     std::int64_t order = order_[cls].load(std::memory_order_seq_cst);
+    TimePoint start{};
     for (int attempt = 0; attempt < 4 && deadline >= order; ++attempt) {
-      if (!fits(item, cls, now, busy, item.counted_, start_within)) break;  // not sure
+      if (!fits(item, cls, now, busy, item.counted_, start_within, margin, start)) break;  // not sure
       // The point of admission: no item of its class came in since `order` was read, so the
       // work read above holds every one admitted before it (each reserved before it claimed).
       if (order_[cls].compare_exchange_weak(order, raised(order, deadline), std::memory_order_seq_cst,
                                             std::memory_order_seq_cst)) {
         item.place_ = QueueItem::Place::inbox;
+        item.note_predicted_start(start);
         // Release: the item's fields travel with it to splice()'s acquire.
         QueueItem* head = inbox_.load(std::memory_order_relaxed);
         do {
@@ -108,7 +111,9 @@ Duration DeadlineQueue::behind_class_order(Priority priority, Deadline deadline)
 }
 
 bool DeadlineQueue::fits(const QueueItem& item, std::size_t cls, TimePoint now, BusyBound busy,
-                         std::int64_t own, Duration start_within) const noexcept {
+                         std::int64_t own, Duration start_within, Duration margin,
+                         TimePoint& start) const noexcept {
+  start = TimePoint{};
   const bool limited = start_within != Duration::max();
   if (item.estimate <= Duration::zero() && !limited) return true;  // unknown: admit
   // Work ahead: the classes up to this one, reservations in flight included, less its own
@@ -127,12 +132,13 @@ bool DeadlineQueue::fits(const QueueItem& item, std::size_t cls, TimePoint now, 
   }
   ahead = std::max<std::int64_t>(ahead, 0);
   const Duration busy_for = std::max(busy.bound(busy.context, now), Duration::zero());
-  const TimePoint start = saturating_add(
+  start = saturating_add(
       saturating_add(now, std::chrono::nanoseconds{ahead / static_cast<std::int64_t>(options_.workers)}),
       busy_for);
   if (limited && start > saturating_add(now, start_within)) return false;
   return item.estimate <= Duration::zero() ||
-         saturating_add(start, item.estimate) <= item.deadline.time_point();
+         saturating_add(saturating_add(start, item.estimate), std::max(margin, Duration::zero())) <=
+             item.deadline.time_point();
 }
 
 void DeadlineQueue::prefetch_inbox() const noexcept {

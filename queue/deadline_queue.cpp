@@ -502,7 +502,8 @@ Admission DeadlineQueue::decide(QueueItem& item, TimePoint now, Load load) {
   const bool limited = load.start_within != Duration::max();
   if (item.estimate > Duration::zero() || limited) start = predicted_start(item, now, load);
   if (item.estimate > Duration::zero() &&
-      saturating_add(*start, item.estimate) > item.deadline.time_point()) {
+      saturating_add(saturating_add(*start, item.estimate), std::max(load.margin, Duration::zero())) >
+          item.deadline.time_point()) {
     return {.reason = Reason::deadline_implausible, .predicted_start = *start};
   }
   if (limited && *start > saturating_add(now, load.start_within)) {
@@ -549,6 +550,7 @@ Admission DeadlineQueue::decide(QueueItem& item, TimePoint now, Load load) {
     admission.shed = shed_for(item.priority);
     if (admission.shed == nullptr) return {Reason::queue_full};
   }
+  item.note_predicted_start(start.value_or(TimePoint{}));
   link(item);
   return admission;
 }

@@ -257,10 +257,13 @@ JobRef RuntimeCore::submit_job(JobId id, JobSpec&& spec, JobHandler&& handler,
   job->estimate = figures.tail;
   job->work = figures.central;
   job->group = ks.group;
-  // The standing-queue rule (standing_queue.hpp): one relaxed load while no queue stands.
+  // The standing-queue rule (standing_queue.hpp): one relaxed load while no queue stands. The
+  // measured margin is added to every predicted finish (prediction_error.hpp).
   const Duration start_within = standing_.standing() ? standing_.target() : Duration::max();
+  const Duration margin = prediction_error_.margin();
   // A job with a parent takes the lock: the parent's callback may look at it from now on.
-  if (!spec.parent.can_be_cancelled() && admit_lock_free(job, now, !spec.deadline, start_within)) {
+  if (!spec.parent.can_be_cancelled() &&
+      admit_lock_free(job, now, !spec.deadline, start_within, margin)) {
     return job;
   }
   Admission admission;
@@ -283,6 +286,7 @@ JobRef RuntimeCore::submit_job(JobId id, JobSpec&& spec, JobHandler&& handler,
       }
       Load load = load_for(ks, now);
       load.start_within = start_within;
+      load.margin = margin;
       if (std::optional<Admission> decided = queue_.try_admit(*job, now, load)) {
         admission = *decided;
         break;
@@ -299,9 +303,9 @@ JobRef RuntimeCore::submit_job(JobId id, JobSpec&& spec, JobHandler&& handler,
     }
     if (admission.reason == Reason::deadline_implausible) {
       const Duration hint = figures.from_expected ? spec.expected : Duration::zero();
-      rejection = implausible_message(admission.predicted_start, now, job->estimate, job->deadline,
-                                      estimate_key, hint);
-      retry_after = fits_after(admission.predicted_start, now, job->estimate, job->deadline);
+      rejection = implausible_message(admission.predicted_start, now, job->estimate + margin,
+                                      job->deadline, estimate_key, hint);
+      retry_after = fits_after(admission.predicted_start, now, job->estimate + margin, job->deadline);
     } else if (admission.beyond_target) {
       rejection = standing_queue_message(admission.predicted_start, now, start_within);
       // Admitted once it would start within the target: the work ahead of it less the target.
@@ -401,7 +405,11 @@ Job* RuntimeCore::next_job(std::size_t worker, Job* finished, Outcome&& outcome)
   queue_.prefetch_inbox();  // its lines arrive while we wait for the lock
   Lock lock = lock_hot_path();
   const bool sample = finished != nullptr && record_finished(*finished, outcome, finished_self);
-  if (sample) standing_.on_run(outcome.timings.run_time);
+  if (sample) {
+    standing_.on_run(outcome.timings.run_time);
+    prediction_error_.on_finish(finished->predicted_start(), finished->started_at, finished->estimate,
+                                outcome.timings.run_time, finished_at);
+  }
   worker_jobs_[worker] = nullptr;
   for (;;) {
     const TimePoint now = Clock::now();  // under the lock: what take() drops and start() stamps
@@ -525,7 +533,11 @@ void RuntimeCore::finish_detached(JobRef job, Outcome&& outcome) noexcept {
   {
     Lock lock = lock_hot_path();
     sample = record_finished(*job, outcome, self);
-    if (sample) standing_.on_run(outcome.timings.run_time);
+    if (sample) {
+      standing_.on_run(outcome.timings.run_time);
+      prediction_error_.on_finish(job->predicted_start(), job->started_at, job->estimate,
+                                  outcome.timings.run_time, end);
+    }
     // A slot is free: a worker may start what waits for one.
     wake_worker = !queue_.empty();
   }
@@ -546,6 +558,7 @@ void RuntimeCore::start(Job& job, TimePoint now, std::size_t worker, bool& wake_
   job.phase = Job::Phase::running;
   job.started_at = now;
   standing_.on_start(now - job.enqueued_at, now);
+  prediction_error_.on_start(job.predicted_start(), now);
   job.worker = static_cast<std::uint32_t>(slot);
   job.started_.store(true, std::memory_order_release);  // pairs with JobHandle::progress
   if (job.group != 0) ++groups_[job.group - 1]->running;  // see KindState::running
@@ -840,6 +853,9 @@ RuntimeStats RuntimeCore::stats() const {
   s.overrunning = overrunning(Clock::now()).size();
   s.stand_bys = stand_bys_;
   s.standing_queue = standing_.standing();
+  s.start_error_tail = prediction_error_.start_tail();
+  s.run_error_tail = prediction_error_.run_tail();
+  s.prediction_margin = prediction_error_.margin();
   s.queue_delay_target = standing_.target();
   return s;
 }
@@ -932,7 +948,8 @@ void RuntimeCore::raise_peak(std::size_t queued) noexcept {
   }
 }
 
-bool RuntimeCore::admit_lock_free(JobRef& job, TimePoint& now, bool restamp, Duration start_within) {
+bool RuntimeCore::admit_lock_free(JobRef& job, TimePoint& now, bool restamp, Duration start_within,
+                                  Duration margin) {
   const DeadlineQueue::BusyBound busy{&RuntimeCore::busy_bound, this};
   // Submitters of equal budgets read the clock in one order and claim in another: the one
   // that comes second is behind its class's order and would take the lock, and one preempted
@@ -944,11 +961,11 @@ bool RuntimeCore::admit_lock_free(JobRef& job, TimePoint& now, bool restamp, Dur
   constexpr int kRestamps = 3;
   for (int restamps = 0;; ++restamps) {
     // A job the queue will decline (a rejection, most often) costs no reference count change.
-    if (queue_.lock_free_may_admit(*job, now, busy, start_within)) {
+    if (queue_.lock_free_may_admit(*job, now, busy, start_within, margin)) {
       // Published by the push: the worker that links the job reads them under mu_.
       job->phase = Job::Phase::queued;
       job->add_ref();  // the runtime's (see submit)
-      if (queue_.claim_lock_free(*job, now, busy, start_within)) break;
+      if (queue_.claim_lock_free(*job, now, busy, start_within, margin)) break;
       job->phase = Job::Phase::pending;
       (void)job->drop_ref();  // never the last: `job` holds one
     }

@@ -50,6 +50,7 @@
 
 #include "runtime/estimate_state.hpp"
 #include "runtime/idle_workers.hpp"
+#include "runtime/prediction_error.hpp"
 #include "runtime/standing_queue.hpp"
 #include "runtime/start_schedule.hpp"
 #include "workers/awaitable_runner.hpp"
@@ -195,7 +196,9 @@ class RuntimeCore final : public JobSource {
   // deadline first (see DeadlineQueue::behind_class_order); false for a job whose deadline
   // the caller gave.
   // `start_within`: the standing-queue rule's limit (Load::start_within).
-  bool admit_lock_free(JobRef& job, TimePoint& now, bool restamp, Duration start_within);
+  // `margin`: the measured margin (Load::margin).
+  bool admit_lock_free(JobRef& job, TimePoint& now, bool restamp, Duration start_within,
+                       Duration margin);
   // Admits `job` at `now`: its deadline is `now` + its budget (when the caller gave none, a
   // later `now` may stamp it again before it is queued; see admit_lock_free).
   static void stamp(Job& job, TimePoint now) noexcept;
@@ -297,6 +300,9 @@ class RuntimeCore final : public JobSource {
   // Workers report starts, runs and an empty queue under mu_; submitters read whether a queue
   // stands, and its target, without it (see standing_queue.hpp).
   StandingQueue standing_;
+  // The margin for the runtime's own prediction error: workers record under mu_, submitters
+  // read it without (see prediction_error.hpp).
+  PredictionError prediction_error_;
 
   // Written by submitters: apart from what workers write.
   alignas(64) std::atomic<JobId> next_id_{1};  // less one: the submissions so far

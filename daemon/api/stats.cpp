@@ -174,6 +174,16 @@ std::string stats_json(const StatsInputs& in) {
   r["running"] = {{"total", in.runtime.running}, {"by_kind", std::move(rk)},
                   {"overrunning", in.runtime.overrunning}};
   r["submitted_total"] = in.runtime.submitted;
+  // The admission rules' state: the standing-queue rule and the margin the runtime measured
+  // for its own prediction error (milliseconds, to the microsecond).
+  const auto ms = [](Duration d) {
+    return static_cast<double>(std::chrono::duration_cast<std::chrono::microseconds>(d).count()) / 1000.0;
+  };
+  r["admission"] = {{"standing_queue", in.runtime.standing_queue},
+                    {"queue_delay_target_ms", ms(in.runtime.queue_delay_target)},
+                    {"start_error_tail_ms", ms(in.runtime.start_error_tail)},
+                    {"run_error_tail_ms", ms(in.runtime.run_error_tail)},
+                    {"margin_ms", ms(in.runtime.prediction_margin)}};
 
   // The last minute: sums of its seconds.
   const auto& seconds = in.live.seconds;

@@ -10,10 +10,15 @@
 #include <sandglass/daemon/daemon_config.hpp>
 #include <sandglass/daemon/kind_registry.hpp>
 
+#include <chrono>
 #include <map>
 #include <string>
 
 namespace sandglass::daemon {
+
+// The `ms` of a sleep or spin job (0 to a day; throws ArgsError naming args.ms): how long it
+// runs, and so its size hint (JobKind::expected; zero: none).
+std::chrono::milliseconds own_duration_ms(const boost::json::object& args);
 
 JobKind make_sleep_kind();
 JobKind make_spin_kind();

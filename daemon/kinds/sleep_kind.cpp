@@ -1,7 +1,7 @@
 // sleep {"ms": N, "commit_at_ms"?: M}: waits N ms on the job's own sleep, which cancellation
 // interrupts at once. With commit_at_ms it marks its commit point after M ms: from then on a
 // cancellation no longer stops it and the outcome says completed_after_cancel (a stand-in for
-// work that has made its effect durable).
+// work that has made its effect durable). Its `ms` is its size hint (JobKind::expected).
 #include "daemon/kinds/builtin_kinds.hpp"
 
 #include <boost/json/serialize.hpp>
@@ -10,11 +10,15 @@
 
 namespace sandglass::daemon {
 
+std::chrono::milliseconds own_duration_ms(const boost::json::object& args) {
+  constexpr std::int64_t kDay = 86'400'000;
+  return std::chrono::milliseconds{require_int(args, "ms", 0, kDay)};
+}
+
 JobKind make_sleep_kind() {
   return {.prepare = [](const boost::json::object& args) -> JobHandler {
     reject_unknown_keys(args, {"ms", "commit_at_ms"});
-    constexpr std::int64_t kDay = 86'400'000;
-    const std::chrono::milliseconds ms{require_int(args, "ms", 0, kDay)};
+    const std::chrono::milliseconds ms = own_duration_ms(args);
     const std::chrono::milliseconds commit_at{optional_int(args, "commit_at_ms", -1, 0, ms.count())};
     return [ms, commit_at](JobContext& ctx) {
       const Deadline until = Deadline::after(ms);
@@ -27,7 +31,8 @@ JobKind make_sleep_kind() {
       if (ctx.committed()) result["committed"] = true;
       ctx.set_result(boost::json::serialize(result));
     };
-  }};
+  },
+          .expected = own_duration_ms};
 }
 
 }  // namespace sandglass::daemon

@@ -1,4 +1,5 @@
 // spin {"ms": N}: burns CPU for N ms of wall time, with a checkpoint at least every 100 us.
+// Its `ms` is its size hint (JobKind::expected).
 #include "daemon/kinds/builtin_kinds.hpp"
 
 #include <boost/json/serialize.hpp>
@@ -20,7 +21,7 @@ std::uint64_t churn(std::uint64_t x) {
 JobKind make_spin_kind() {
   return {.prepare = [](const boost::json::object& args) -> JobHandler {
     reject_unknown_keys(args, {"ms"});
-    const std::chrono::milliseconds ms{require_int(args, "ms", 0, 86'400'000)};
+    const std::chrono::milliseconds ms = own_duration_ms(args);
     return [ms](JobContext& ctx) {
       const TimePoint until = Clock::now() + ms;
       std::uint64_t x = ctx.id();
@@ -33,7 +34,8 @@ JobKind make_spin_kind() {
       ctx.set_result(boost::json::serialize(
           boost::json::object{{"spun_ms", ms.count()}, {"rounds", rounds}, {"x", x & 0xffff}}));
     };
-  }};
+  },
+          .expected = own_duration_ms};
 }
 
 }  // namespace sandglass::daemon

@@ -91,6 +91,12 @@
       return el('li', { dataset: { class: cls } }, el('span', null, cls), el('span', { class: 'meter' }, fill),
         el('span', { class: 'n' }, n));
     }));
+    // The standing-queue rule and the measured margin (admission adds it to every predicted finish).
+    const a = s.admission;
+    setText('tile-admission', (a.standing_queue ? `standing queue: admits only jobs that start within ${a.queue_delay_target_ms} ms`
+      : `no standing queue (target ${a.queue_delay_target_ms} ms)`) +
+      `; margin ${a.margin_ms} ms (late starts ${a.start_error_tail_ms} ms, long runs ${a.run_error_tail_ms} ms)`);
+    $('tile-admission').dataset.standing = String(a.standing_queue);
     setText('tile-running', `${s.running.total} / ${s.capacity.workers}`);
     $('tile-running-kinds').replaceChildren(...Object.entries(s.running.by_kind)
       .map(([kind, n]) => el('li', null, kind + ' ', el('b', null, n))));

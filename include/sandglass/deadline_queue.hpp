@@ -98,11 +98,13 @@
 #include <sandglass/job_spec.hpp>
 #include <sandglass/reason.hpp>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -119,6 +121,13 @@ struct QueueItem {
   std::uint32_t group = 0;  // bulkhead group; zero: none
   Priority priority = Priority::normal;  // beside `group` and the flags below: no padding
 
+  // When admission predicted it to start, to the microsecond, as of its admission; the clock's
+  // epoch when it made no prediction (an item without an estimate while no start limit holds).
+  TimePoint predicted_start() const noexcept {
+    if (node_.predicted_slack_us == kNoPrediction) return TimePoint{};
+    return saturating_add(deadline.time_point(), -std::chrono::microseconds{node_.predicted_slack_us});
+  }
+
  private:
   friend class DeadlineQueue;
   friend struct QueueTree;
@@ -127,6 +136,9 @@ struct QueueItem {
     QueueItem* left = nullptr;
     QueueItem* right = nullptr;
     std::uint32_t heap = 0;
+    // Not the tree's: QueueItem::predicted_start as the deadline less it, in the padding here
+    // (a record of a job fits malloc's 256-byte chunk only without 8 bytes more).
+    std::int32_t predicted_slack_us = kNoPrediction;
     std::int64_t sum = 0;        // work of the subtree, ns
     std::int64_t min_slack = 0;  // min over the subtree of scaled latest start − work before
     TimePoint min_drop{};        // earliest drop time in the subtree
@@ -147,6 +159,17 @@ struct QueueItem {
   // one null pointer instead of a node: one cache line fewer per item).
   std::unique_ptr<Node> group_node_;
   QueueItem*& inbox_next() noexcept { return node_.left; }
+  static constexpr std::int32_t kNoPrediction = std::numeric_limits<std::int32_t>::min();
+  // Sets predicted_start(); the epoch: none.
+  void note_predicted_start(TimePoint start) noexcept {
+    if (start == TimePoint{}) {
+      node_.predicted_slack_us = kNoPrediction;
+      return;
+    }
+    const auto slack = std::chrono::duration_cast<std::chrono::microseconds>(saturating_sub(deadline.time_point(), start));
+    node_.predicted_slack_us = static_cast<std::int32_t>(
+        std::clamp<std::int64_t>(slack.count(), kNoPrediction + 1, std::numeric_limits<std::int32_t>::max()));
+  }
 };
 
 // An item that left the queue without being handed out, and why.
@@ -174,6 +197,9 @@ struct Load {
   // refused (queue_full, Admission::beyond_target) even if it would finish in time. An owner
   // that detects a standing queue sets it to its target delay; max(): no limit.
   Duration start_within = Duration::max();
+  // Added to the predicted finish when deciding whether it is in time (an owner's measure of
+  // its predictions' error), not to the predicted start (QueueItem::predicted_start).
+  Duration margin{};
 };
 
 struct Admission {
@@ -217,9 +243,9 @@ class DeadlineQueue {
   // Admits `item` into the inbox without the owner's lock if it is the easy case (see "The
   // inbox" in the file comment); false changes nothing: call `admit` under the lock. Any
   // thread. On true the item belongs to the queue as if `admit` had linked it.
-  // `start_within`: as Load::start_within (an item predicted to start later is declined).
+  // `start_within`, `margin`: as Load's (an item predicted to start later is declined).
   bool admit_lock_free(QueueItem& item, TimePoint now, BusyBound busy,
-                       Duration start_within = Duration::max()) noexcept;
+                       Duration start_within = Duration::max(), Duration margin = {}) noexcept;
   // admit_lock_free in two halves, for a caller that must prepare the item in between (a
   // runtime sets the reference a consumer takes, which a declined item should not pay for):
   // `lock_free_may_admit` runs admit_lock_free's tests with plain loads and changes nothing
@@ -227,9 +253,9 @@ class DeadlineQueue {
   // `claim_lock_free` reserves, claims and pushes as admit_lock_free does (false changes
   // nothing). Together they decide as admit_lock_free.
   bool lock_free_may_admit(QueueItem& item, TimePoint now, BusyBound busy,
-                           Duration start_within = Duration::max()) noexcept;
+                           Duration start_within = Duration::max(), Duration margin = {}) noexcept;
   bool claim_lock_free(QueueItem& item, TimePoint now, BusyBound busy,
-                       Duration start_within = Duration::max()) noexcept;
+                       Duration start_within = Duration::max(), Duration margin = {}) noexcept;
   // How far `deadline` is before the latest deadline admitted to class `priority` (zero: not
   // before it): the lock-free path declines an item that is behind (it would overtake queued
   // work). Concurrent submitters of equal budgets are behind by a little when one read the
@@ -430,9 +456,10 @@ class DeadlineQueue {
   static constexpr unsigned kSettleSpins = 64;
   // Whether the upper bound of `item`'s predicted finish (see "The inbox") is within its
   // deadline, and that of its start within `start_within` of now; `own`: its own reserved
-  // work, which the bound leaves out.
+  // work, which the bound leaves out; `margin`: Load::margin. `start`: the bound of its start
+  // (the epoch: none made).
   bool fits(const QueueItem& item, std::size_t cls, TimePoint now, BusyBound busy,
-            std::int64_t own, Duration start_within) const noexcept;
+            std::int64_t own, Duration start_within, Duration margin, TimePoint& start) const noexcept;
   // admit's rules, once the inbox is settled.
   Admission decide(QueueItem& item, TimePoint now, Load load);
   void park(QueueItem& item);

@@ -142,6 +142,12 @@ struct RuntimeStats {
   std::uint64_t stand_bys = 0;  // times a worker stood by behind tiny jobs (RuntimeOptions::tiny_job)
   bool standing_queue = false;  // the standing-queue rule holds now (RuntimeOptions::queue_delay_target)
   Duration queue_delay_target{};  // its target delay now (fixed, or the adaptive one)
+  // The runtime's own prediction error now: the tail (p99, at least zero) of actual − predicted
+  // start, of actual − predicted run time, and of actual − predicted finish, which admission
+  // adds to every predicted finish as its margin.
+  Duration start_error_tail{};
+  Duration run_error_tail{};
+  Duration prediction_margin{};
 
   std::uint64_t count(Reason reason) const noexcept {
     return outcomes[static_cast<std::size_t>(reason)];

@@ -96,7 +96,7 @@ TEST_SUITE("sandglass CLI") {
     DaemonProcess d;
     // A submitter that waits, and a reader that waits, for one long job.
     CliProcess submitter{
-        {"--url", url_of(d.port()), "submit", "sleep", "--args", R"({"ms":60000})", "--wait"}};
+        {"--url", url_of(d.port()), "submit", "sleep", "--args", R"({"ms":20000})", "--wait"}};
     REQUIRE(eventually([&] { return state_of(d.port(), 1) == "running"; }));
     CliProcess reader{{"--url", url_of(d.port()), "get", "1", "--wait"}};
     const CliResult cancelled = cli(d.port(), {"cancel", "1"});

@@ -62,7 +62,8 @@ TEST_SUITE("embedded daemon") {
     std::optional<Daemon> d;
     d.emplace(config, sandglass::daemon::builtin_kinds(config));
     d->start();
-    const HttpAnswer a = post_job(d->port(), R"({"kind":"sleep","args":{"ms":30000}})", {}, "?wait=false");
+    // Says it is short (expected_ms), so that admission takes it and the jobs behind it.
+    const HttpAnswer a = post_job(d->port(), R"({"kind":"sleep","expected_ms":1,"args":{"ms":30000}})", {}, "?wait=false");
     REQUIRE(a.status == 202);
     REQUIRE(eventually([&] { return state_of(d->port(), 1) == "running"; }));
     Connection waiting{d->port()};

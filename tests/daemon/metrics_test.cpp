@@ -275,6 +275,22 @@ TEST_SUITE("DaemonMetrics") {
     CHECK(sample(text, "sandglass_queue_peak_depth") == "9");
   }
 
+  TEST_CASE("the admission gauges show the standing-queue rule and the measured prediction error") {
+    DaemonMetrics metrics;
+    RuntimeStats stats;
+    stats.standing_queue = true;
+    stats.queue_delay_target = std::chrono::milliseconds{4};
+    stats.start_error_tail = std::chrono::microseconds{1500};
+    stats.run_error_tail = std::chrono::milliseconds{2};
+    stats.prediction_margin = std::chrono::milliseconds{3};
+    const std::string text = metrics.render(stats, 4, false);
+    CHECK(sample(text, "sandglass_admission_standing_queue") == "1");
+    CHECK(sample(text, "sandglass_admission_queue_delay_target_seconds") == "0.004");
+    CHECK(sample(text, R"(sandglass_admission_prediction_error_seconds{of="start"})") == "0.0015");
+    CHECK(sample(text, R"(sandglass_admission_prediction_error_seconds{of="run"})") == "0.002");
+    CHECK(sample(text, R"(sandglass_admission_prediction_error_seconds{of="finish"})") == "0.003");
+  }
+
   TEST_CASE("http responses are counted by status code and statuses outside 100 to 599 as other") {
     DaemonMetrics metrics;
     metrics.http_response(200);

@@ -282,7 +282,8 @@ TEST_CASE("Prometheus scrapes sandglassd and its query API returns the sandglass
   for (int i = 0; i < 2; ++i) {
     REQUIRE(post_job(daemon.port(), R"({"kind":"sleep","args":{"ms":1},"timeout_ms":10})").status == 504);
   }
-  const HttpAnswer queued = post_job(daemon.port(), R"({"kind":"sleep","args":{"ms":60000}})", {}, "?wait=false");
+  // Says it is short (expected_ms), so that admission takes it and the jobs behind it.
+  const HttpAnswer queued = post_job(daemon.port(), R"({"kind":"sleep","expected_ms":1,"args":{"ms":60000}})", {}, "?wait=false");
   REQUIRE(queued.status == 202);
   const auto id = json_of(queued).at("id").as_int64();
   REQUIRE(eventually([&] { return state_of(daemon.port(), static_cast<std::uint64_t>(id)) == "running"; }));

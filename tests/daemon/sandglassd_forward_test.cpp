@@ -109,7 +109,8 @@ TEST_SUITE("sandglassd forward") {
             doctest::timeout(60)) {
     DaemonProcess down;
     const auto up = forwarding_to(down.port());
-    const HttpAnswer answer = post_job(up->port(), forward_body(R"({"kind":"spin","args":{"ms":20000}})"),
+    // Says it is short (expected_ms), so that admission takes it and the jobs behind it.
+    const HttpAnswer answer = post_job(up->port(), forward_body(R"({"kind":"spin","expected_ms":1,"args":{"ms":20000}})"),
                                        {{"x-request-timeout-ms", "400"}});
     CHECK(answer.status == 504);
     const object r = json_of(answer);
@@ -130,7 +131,8 @@ TEST_SUITE("sandglassd forward") {
     const auto a = forwarding_to(b->port());
     {
       Connection client{a->port()};
-      client.send(request_bytes("POST", "/v1/jobs", forward_body(forward_body(R"({"kind":"sleep","args":{"ms":30000}})"))));
+      // Says it is short (expected_ms), so that admission takes it and the jobs behind it.
+      client.send(request_bytes("POST", "/v1/jobs", forward_body(forward_body(R"({"kind":"sleep","expected_ms":1,"args":{"ms":30000}})"))));
       REQUIRE(eventually([&] { return state_of(c.port(), 1) == "running"; }));
     }
     REQUIRE(eventually([&] { return state_of(c.port(), 1) == "cancelled"; }));

@@ -68,8 +68,9 @@ TEST_SUITE("sandglassd GET that waits") {
       doctest::timeout(60)) {
     DaemonProcess d{{"--reserve-ms", "20"}};
     // Committed after 10 ms, it sleeps on past its 300 ms budget: no cancellation stops it.
+    // (It says it takes 100 ms, so that admission takes it.)
     const std::uint64_t id = submit_without_waiting(
-        d.port(), R"({"kind":"sleep","args":{"ms":4000,"commit_at_ms":10},"timeout_ms":300})");
+        d.port(), R"({"kind":"sleep","args":{"ms":4000,"commit_at_ms":10},"timeout_ms":300,"expected_ms":100})");
     const object r = waited_record(d.port(), id);
     CHECK(r.at("state").as_string() == "running");
     // remaining_ms is the job's deadline (arrival + budget - reserve) minus now: the answer came

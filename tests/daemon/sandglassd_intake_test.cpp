@@ -129,8 +129,9 @@ TEST_SUITE("sandglassd intake") {
   TEST_CASE("a job that outlives its budget is answered 504 with the reserve still ahead" *
             doctest::timeout(60)) {
     DaemonProcess d{{"--reserve-ms", "100"}};
+    // Says it is short (expected_ms), so that admission takes it and the jobs behind it.
     const HttpAnswer a =
-        post_job(d.port(), R"({"kind":"sleep","args":{"ms":30000}})", {{"x-request-timeout-ms", "400"}});
+        post_job(d.port(), R"({"kind":"sleep","expected_ms":1,"args":{"ms":30000}})", {{"x-request-timeout-ms", "400"}});
     CHECK(a.status == 504);
     const auto body = json_of(a);
     CHECK(body.at("cause").as_string() == "deadline");

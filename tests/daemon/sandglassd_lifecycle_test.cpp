@@ -115,7 +115,8 @@ TEST_SUITE("sandglassd drain") {
 
   TEST_CASE("jobs still running at the drain timeout are cancelled with cause shutdown" *
             doctest::timeout(60)) {
-    OneRunningOneQueued busy{{"--drain-timeout-ms", "200"}, R"({"kind":"spin","args":{"ms":30000}})"};
+    // Says it is short (expected_ms), so that admission takes it and the jobs behind it.
+    OneRunningOneQueued busy{{"--drain-timeout-ms", "200"}, R"({"kind":"spin","expected_ms":1,"args":{"ms":30000}})"};
     DaemonProcess& d = busy.daemon;
 
     d.signal(SIGTERM);

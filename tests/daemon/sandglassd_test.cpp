@@ -94,7 +94,8 @@ TEST_SUITE("sandglassd jobs") {
             doctest::timeout(60)) {
     DaemonProcess d{{"--workers", "1"}};
     // The blocker outlasts the test, so the spin job waits behind it however slow the machine.
-    const HttpAnswer blocker = post_job(d.port(), R"({"kind":"sleep","args":{"ms":60000}})", {}, "?wait=false");
+    // Says it is short (expected_ms), so that admission takes it and the jobs behind it.
+    const HttpAnswer blocker = post_job(d.port(), R"({"kind":"sleep","expected_ms":1,"args":{"ms":60000}})", {}, "?wait=false");
     REQUIRE(blocker.status == 202);
     const auto blocker_id = json_of(blocker).at("id").to_number<std::uint64_t>();
     REQUIRE(eventually([&] { return state_of(d.port(), blocker_id) == "running"; }));
@@ -112,7 +113,8 @@ TEST_SUITE("sandglassd jobs") {
             doctest::timeout(60)) {
     DaemonProcess d;
     // A budget long enough that a loaded machine still starts the job before it runs out.
-    const HttpAnswer a = post_job(d.port(), R"({"kind":"spin","args":{"ms":60000},"timeout_ms":500})");
+    // Says it is short (expected_ms), so that admission takes it and the jobs behind it.
+    const HttpAnswer a = post_job(d.port(), R"({"kind":"spin","expected_ms":1,"args":{"ms":60000},"timeout_ms":500})");
     CHECK(a.status == 504);
     const object r = json_of(a);
     CHECK(r.at("state").as_string() == "cancelled");
@@ -125,7 +127,8 @@ TEST_SUITE("sandglassd jobs") {
     DaemonProcess d;
     {
       Connection c{d.port()};
-      c.send(request_bytes("POST", "/v1/jobs", R"({"kind":"spin","args":{"ms":20000}})"));
+      // Says it is short (expected_ms), so that admission takes it and the jobs behind it.
+      c.send(request_bytes("POST", "/v1/jobs", R"({"kind":"spin","expected_ms":1,"args":{"ms":20000}})"));
       // The first job of a fresh daemon has id 1.
       REQUIRE(eventually([&] { return state_of(d.port(), 1) == "running"; }));
     }  // the client goes away

@@ -81,7 +81,8 @@ TEST_SUITE("sandglassd test plan") {
             doctest::timeout(60)) {
     DaemonProcess down;
     const auto up = forwarding_to(down.port(), {}, {"--workers", "1"});
-    const HttpAnswer blocker = post_job(up->port(), R"({"kind":"sleep","args":{"ms":60000}})", {}, "?wait=false");
+    // Says it is short (expected_ms), so that admission takes it and the jobs behind it.
+    const HttpAnswer blocker = post_job(up->port(), R"({"kind":"sleep","expected_ms":1,"args":{"ms":60000}})", {}, "?wait=false");
     REQUIRE(blocker.status == 202);
     REQUIRE(eventually([&] { return state_of(up->port(), 1) == "running"; }));
 

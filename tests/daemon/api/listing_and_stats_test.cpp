@@ -88,8 +88,9 @@ TEST_SUITE("sandglassd listing and stats") {
     const HttpAnswer refused = post_job(d.port(), R"({"kind":"sleep","args":{"ms":0},"timeout_ms":5})");
     REQUIRE(refused.status == 504);
     const std::uint64_t refused_id = id_of(refused);
+    // Says it is short (expected_ms), so that admission takes it and the jobs behind it.
     const std::uint64_t cancelled =
-        id_of(post_job(d.port(), R"({"kind":"sleep","args":{"ms":60000}})", {}, "?wait=false"));
+        id_of(post_job(d.port(), R"({"kind":"sleep","expected_ms":1,"args":{"ms":60000}})", {}, "?wait=false"));
     REQUIRE(eventually([&] { return state_of(d.port(), cancelled) == "running"; }));
     REQUIRE(cancel_job(d.port(), cancelled).at("state").as_string() == "cancelled");
     const std::uint64_t running = id_of(post_job(
@@ -157,8 +158,9 @@ TEST_SUITE("sandglassd listing and stats") {
     // Late: spin ignores nothing, but a sleep with commit_at_ms 0 runs on past its deadline.
     REQUIRE(post_job(d.port(), R"({"kind":"sleep","args":{"ms":300,"commit_at_ms":0},"timeout_ms":100})")
                 .status == 200);
+    // Says it is short (expected_ms), so that admission takes it and the jobs behind it.
     const std::uint64_t cancelled =
-        id_of(post_job(d.port(), R"({"kind":"sleep","args":{"ms":60000}})", {}, "?wait=false"));
+        id_of(post_job(d.port(), R"({"kind":"sleep","expected_ms":1,"args":{"ms":60000}})", {}, "?wait=false"));
     REQUIRE(eventually([&] { return state_of(d.port(), cancelled) == "running"; }));
     REQUIRE(cancel_job(d.port(), cancelled).at("state").as_string() == "cancelled");
     const std::uint64_t running = id_of(

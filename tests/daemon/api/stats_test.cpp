@@ -30,8 +30,8 @@ Outcome outcome(State state, Reason reason, Duration run = 10ms, Duration left =
 }
 
 boost::json::object render(const LiveStats& live, TimePoint now, const RuntimeOptions& options = {},
-                           const std::vector<EstimateSnapshot>& estimates = {}) {
-  const RuntimeStats runtime{};
+                           const std::vector<EstimateSnapshot>& estimates = {},
+                           const RuntimeStats& runtime = {}) {
   const LiveStats::Snapshot snap = live.snapshot(now);
   const std::vector<JobRecords::View> none;
   const std::string metrics =
@@ -179,6 +179,23 @@ TEST_SUITE("LiveStats") {
       CHECK(num(e.at(snap.key).at("tail_ms")) ==
             std::chrono::duration_cast<std::chrono::milliseconds>(snap.tail).count());
     }
+  }
+
+  TEST_CASE("the admission state is the runtime's: the standing-queue rule and the measured margin") {
+    RuntimeStats runtime;
+    runtime.standing_queue = true;
+    runtime.queue_delay_target = 2500us;
+    runtime.start_error_tail = 1234567ns;
+    runtime.run_error_tail = 3ms;
+    runtime.prediction_margin = 4ms;
+    const LiveStats live;
+    const auto s = render(live, TimePoint{} + 1s, {}, {}, runtime);
+    const boost::json::object& a = s.at("admission").as_object();
+    CHECK(a.at("standing_queue").as_bool());
+    CHECK(a.at("queue_delay_target_ms").as_double() == 2.5);
+    CHECK(a.at("start_error_tail_ms").as_double() == 1.234);
+    CHECK(a.at("run_error_tail_ms").as_double() == 3.0);
+    CHECK(a.at("margin_ms").as_double() == 4.0);
   }
 
   TEST_CASE("breaker states and pool use come from the kinds' own series") {
