@@ -30,7 +30,10 @@
 //     connect_timeout_ms (and the budget) when the host drops packets
 //   - COMMIT or ROLLBACK unanswered by the deadline plus cancel_grace_ms: failed, connection
 //     lost (for COMMIT: whether it committed is unknown)
-//   - an error of the statement: failed, with the server's message and "sqlstate"
+//   - an error of the statement: failed, with the server's message and "sqlstate"; a value the
+//     server refuses (SQLSTATE class 22, data exception: "abc" for a numeric parameter) is the
+//     client's: failed, invalid_input (400), the result's "field" naming the parameter
+//     ("args.params[1]") when the server says which, else "args.params"
 #include "daemon/kinds/builtin_kinds.hpp"
 #include "daemon/kinds/configured_estimate_key.hpp"
 #include "daemon/kinds/sql/sql_connection.hpp"
@@ -219,6 +222,16 @@ class SqlJob {
     }
     result_["error"] = report.error;
     result_["sqlstate"] = report.sqlstate;
+    if (report.sqlstate.starts_with("22") && report.phase == SqlPhase::statement) {
+      // Data exception: a value the client sent that the server refuses (text for a number, a
+      // malformed date, ...), not a fault of the daemon or the database: 400 naming it.
+      const std::string field = report.parameter && *report.parameter < query_.config.params
+                                    ? "args.params[" + std::to_string(*report.parameter) + "]"
+                                    : "args.params";
+      result_["field"] = field;
+      end(report.phase);
+      throw JobFailed{Reason::invalid_input, field + ": " + report.error};
+    }
     end(report.phase);
     throw std::runtime_error{"query " + query_.name + " failed" +
                              (report.phase == SqlPhase::commit ? " at COMMIT: " : ": ") + report.error};
