@@ -89,7 +89,8 @@ TEST_SUITE("Runtime awaitable handlers whose executor does not run them") {
     Runtime rt{{.workers = 1, .capacity = 8}};
     auto job = rt.submit({.kind = "stranded", .budget = 60s},
                          sandglass::awaitable_job(never_run.get_executor(), counting(started)));
-    // Running (it holds the slot) once a worker launched it; the cancel may also find it queued.
+    // Once a worker launched it, it holds the slot: its executor is all it waits for.
+    while (!job.progress().started_at) std::this_thread::yield();
     CHECK(job.cancel());
     const Outcome o = job.wait();
     CHECK(o.state == State::cancelled);
