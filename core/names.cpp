@@ -27,6 +27,7 @@ constexpr std::array<std::string_view, kReasonCount> kReasonNames = {
     "retry_skipped_budget",
     "breaker_open",
     "node_lost",
+    "invalid_input",
 };
 
 // The state of each reason: the table in outcome.hpp.
@@ -47,6 +48,7 @@ constexpr std::array<State, kReasonCount> kStateOfReason = {
     State::failed,     // retry_skipped_budget
     State::failed,     // breaker_open
     State::failed,     // node_lost
+    State::failed,     // invalid_input
 };
 
 constexpr std::array<std::string_view, 5> kCauseNames = {"none", "caller", "deadline", "upstream",

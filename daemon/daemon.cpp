@@ -83,10 +83,19 @@ class Daemon::Impl {
     stop_cv_.notify_all();
   }
 
+  void end_drain() {
+    drain_cut_.store(true, std::memory_order_release);  // pairs with the load in drain()
+    request_stop();
+    runtime_.end_drain();
+  }
+
   DrainSummary wait() {
     std::unique_lock lock{mu_};
     stop_cv_.wait(lock, [this] { return stop_requested_; });
-    if (drainer_.joinable()) drainer_.join();
+    // Joined without the lock: end_drain (from another thread) takes it meanwhile.
+    std::thread drainer = std::move(drainer_);
+    lock.unlock();
+    if (drainer.joinable()) drainer.join();
     return summary_;
   }
 
@@ -113,7 +122,7 @@ class Daemon::Impl {
     const auto timeout = started_ ? drain_timeout_.load() : std::chrono::milliseconds{0};
     const Deadline drain_deadline = Deadline::after(timeout);
     runtime_.shutdown_until(drain_deadline);
-    const bool in_time = !drain_deadline.expired();
+    const bool in_time = !drain_deadline.expired() && !drain_cut_.load(std::memory_order_acquire);
     if (cluster_) cluster_->stop();  // writes the outcomes, leaves the cluster
     server_.stop_accepting();
     server_.wait_answered_until(Deadline::after(config_.limits.write_timeout).time_point());
@@ -126,6 +135,7 @@ class Daemon::Impl {
   std::mutex mu_;
   std::condition_variable stop_cv_;
   bool stop_requested_ = false;  // guarded by mu_
+  std::atomic<bool> drain_cut_{false};  // end_drain was called
   std::thread drainer_;          // guarded by mu_
   DrainSummary summary_;         // written by the drainer; read after joining it
 };
@@ -137,6 +147,7 @@ void Daemon::start() { impl_->start(); }
 std::uint16_t Daemon::port() const noexcept { return impl_->server_.port(); }
 std::string Daemon::listen_address() const { return impl_->listen_address(); }
 void Daemon::request_stop() { impl_->request_stop(); }
+void Daemon::end_drain() { impl_->end_drain(); }
 bool Daemon::draining() const noexcept { return impl_->draining_.load(std::memory_order_relaxed); }
 DrainSummary Daemon::wait() { return impl_->wait(); }
 Runtime& Daemon::runtime() noexcept { return impl_->runtime_; }

@@ -1,4 +1,5 @@
-// sandglassd: parses options, starts the daemon, drains on SIGTERM or SIGINT.
+// sandglassd: parses options, starts the daemon, drains on SIGTERM or SIGINT; a second one ends
+// the drain at once.
 // Exit codes: 0 after a drain, 1 when it cannot start, 2 for an invalid config or command line.
 #include <sandglass/daemon/daemon.hpp>
 
@@ -9,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdint>
@@ -17,6 +19,8 @@
 #include <exception>
 #include <pthread.h>
 #include <sys/resource.h>
+
+#include <thread>
 
 namespace {
 
@@ -105,7 +109,22 @@ int main(int argc, char** argv) {
     spdlog::info("received {}: draining for up to {} ms", signal == SIGTERM ? "SIGTERM" : "SIGINT",
                  cl.config.drain_timeout.count());
     daemon.request_stop();
-    log_drain_summary(daemon.wait());
+    // A second signal ends the drain at once. Signals stay blocked in every thread: this one
+    // takes the next with sigwait; once the drain is over, a signal sent to it ends its wait.
+    std::atomic<bool> drained{false};
+    std::thread second_signal{[&] {
+      int again = 0;
+      sigwait(&stop_signals, &again);
+      if (drained.load(std::memory_order_acquire)) return;  // pairs with the store below
+      spdlog::info("received {} again: ending the drain now",
+                   again == SIGTERM ? "SIGTERM" : "SIGINT");
+      daemon.end_drain();
+    }};
+    const DrainSummary summary = daemon.wait();
+    drained.store(true, std::memory_order_release);
+    pthread_kill(second_signal.native_handle(), SIGTERM);
+    second_signal.join();
+    log_drain_summary(summary);
   } catch (const ConfigError& e) {
     spdlog::critical("invalid configuration: {}", e.what());
     return 2;

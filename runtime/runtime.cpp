@@ -52,6 +52,7 @@ JobHandle Runtime::submit(JobSpec spec, AwaitableHandler handler, OutcomeCallbac
 
 void Runtime::shutdown_until(Deadline drain_deadline) { core_->shutdown_until(drain_deadline); }
 void Runtime::stop_admitting() { core_->stop_admitting(); }
+void Runtime::end_drain() { core_->end_drain(); }
 
 RuntimeStats Runtime::stats() const { return core_->stats(); }
 std::vector<Overrun> Runtime::overruns() const { return core_->overruns(); }

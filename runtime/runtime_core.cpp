@@ -597,10 +597,11 @@ bool RuntimeCore::record_finished(Job& job, const Outcome& outcome, JobRef& self
   // The group's slot is free: this worker's next pop unparks the group's next item itself.
   // Completed and failed runs are whole samples; a run stopped by its deadline is a lower
   // bound worth keeping (dropping it would teach the estimator that the kind is fast).
-  // Runs cut short by the caller, upstream or shutdown say nothing about the kind.
+  // Runs cut short by the caller, upstream or shutdown say nothing about the kind, and neither
+  // does an awaitable job whose executor never started it (expired_in_queue).
   notify_if_drained();
   return outcome.state == State::completed || outcome.state == State::failed ||
-         outcome.cause == CancelCause::deadline;
+         (outcome.cause == CancelCause::deadline && outcome.state != State::expired);
 }
 
 Deadline RuntimeCore::overrun_due(const Job& job) const noexcept {
@@ -738,6 +739,14 @@ void RuntimeCore::wake_timer_at(TimePoint at) {
   if (wake) timer_wake_.notify_one();
 }
 
+void RuntimeCore::end_drain() {
+  {
+    Lock lock{mu_};
+    drain_cut_ = true;
+  }
+  drained_.notify_all();
+}
+
 void RuntimeCore::refuse_from_callback(const char* what) const {
   if (CallbackScope::inside(this)) {
     throw std::logic_error{std::string{what} +
@@ -762,7 +771,7 @@ void RuntimeCore::shutdown_until(Deadline drain_deadline) {
     Lock lock{mu_};
     closing_ = true;
     queue_.close();
-    auto drained = [&] { return queue_.empty() && running_count_ == 0; };
+    auto drained = [&] { return drain_cut_ || (queue_.empty() && running_count_ == 0); };
     if (drain_deadline.is_never()) {
       drained_.wait(lock, drained);
     } else {

@@ -109,6 +109,7 @@ class RuntimeCore final : public JobSource {
   void refuse_from_callback(const char* what) const;
   void shutdown_until(Deadline drain_deadline);
   void stop_admitting();
+  void end_drain();
   RuntimeStats stats() const;
   std::vector<Overrun> overruns() const;
   std::vector<EstimateSnapshot> estimates();
@@ -247,6 +248,7 @@ class RuntimeCore final : public JobSource {
   std::size_t running_count_ = 0;                     // slots taken; guarded by mu_
   std::size_t detached_ = 0;  // awaitable jobs started, outcome not yet published; guarded
   bool closing_ = false;                              // guarded by mu_
+  bool drain_cut_ = false;                            // guarded by mu_; end_drain was called
   bool stop_workers_ = false;                         // guarded by mu_
   bool stop_timer_ = false;                           // guarded by mu_
   // A job may start, or workers should stop (stats() may wake one). Read by submitters.

@@ -57,8 +57,16 @@ void settle_outcome(Outcome& o, Job& job, JobContext& ctx, std::exception_ptr er
       thrown_cause = c.cause();
     } catch (const JobFailed& e) {
       ended = Ended::threw;
-      message = e.what();
-      reason = e.reason();
+      // Only a failure reason says how a run failed; any other (ok, queue_full, shed, ...)
+      // would make a run that threw look completed or never admitted. That is the handler's
+      // programming error, recorded as one.
+      if (state_of(e.reason()) == State::failed) {
+        message = e.what();
+        reason = e.reason();
+      } else {
+        message = std::string{"JobFailed was thrown with reason "} + std::string{to_string(e.reason())} +
+                  ", which is not a failure reason: " + e.what();
+      }
     } catch (const std::exception& e) {
       ended = Ended::threw;
       message = e.what();

@@ -3,6 +3,7 @@
 #include "daemon/cluster/cluster_node.hpp"
 
 #include "daemon/http/http_status.hpp"
+#include "daemon/api/batch_request.hpp"
 #include "daemon/api/job_request.hpp"
 #include "daemon/api/jobs_listing.hpp"
 #include "daemon/ui/status_page.hpp"
@@ -145,6 +146,14 @@ Api::ClientGone Api::handle(const HttpRequest& request, Respond respond) {
     respond(std::move(*in.answer));
     return {};
   }
+  if (path == kBatchPath) {
+    if (method != "POST") {
+      respond(method_not_allowed("POST"));
+    } else {
+      submit_batch(request, request.arrived_at.value_or(now), respond);
+    }
+    return {};
+  }
   if (path == kJobsPath) {
     if (method == "GET") {
       respond(list_jobs(split_target(request.target).query));
@@ -196,40 +205,28 @@ Api::ClientGone Api::handle(const HttpRequest& request, Respond respond) {
   return {};
 }
 
-Api::ClientGone Api::submit(const HttpRequest& request, TimePoint arrived_at, Respond& respond) {
-  auto parsed = parse_job_request(request, config_.limits.max_json_depth, config_.limits.max_delay);
-  if (auto* e = std::get_if<RequestError>(&parsed)) {
-    respond(error_response(kStatusBadRequest, e->message, e->field));
-    return {};
-  }
-  JobRequest& req = std::get<JobRequest>(parsed);
+std::optional<RequestError> Api::prepare(JobRequest& req, Prepared& out) const {
   const JobKind* kind = kinds_.find(req.kind);
   if (kind == nullptr) {
-    respond(error_response(kStatusBadRequest,
-                           "unknown kind \"" + req.kind + "\"; known: " + known_kinds(kinds_), "kind"));
-    return {};
+    return RequestError{"kind", "unknown kind \"" + req.kind + "\"; known: " + known_kinds(kinds_)};
   }
-  JobHandler handler;
-  std::string estimate_key;
   try {
-    handler = kind->prepare(req.args);  // in cluster mode only to check the args here
-    if (kind->estimate_key) estimate_key = kind->estimate_key(req.args);
+    out.handler = kind->prepare(req.args);  // in cluster mode only to check the args here
+    if (kind->estimate_key) out.estimate_key = kind->estimate_key(req.args);
     if (req.expected == Duration::zero() && kind->expected) req.expected = kind->expected(req.args);
   } catch (const ArgsError& e) {
-    respond(error_response(kStatusBadRequest, e.what(), e.field()));
-    return {};
+    return RequestError{e.field(), e.what()};
   } catch (const std::exception& e) {
-    respond(error_response(kStatusBadRequest, e.what(), "args"));
-    return {};
+    return RequestError{"args", e.what()};
   }
   if (cluster_ != nullptr && (req.retry || req.delay > Duration::zero())) {
     // The cluster's queue table has no place for them yet.
-    respond(error_response(kStatusBadRequest, "is not supported in cluster mode yet",
-                           req.retry ? "retry" : "delay_ms"));
-    return {};
+    return RequestError{req.retry ? "retry" : "delay_ms", "is not supported in cluster mode yet"};
   }
-  if (cluster_ != nullptr) return cluster_->submit(std::move(req), arrived_at, std::move(respond));
+  return std::nullopt;
+}
 
+Api::Submitted Api::submit_prepared(const JobRequest& req, Prepared prepared, TimePoint arrived_at) {
   auto submit_job = [&]() -> JobId {
     // The budget counts from the request's first byte (with a delay, from arrival + delay),
     // and the handler's deadline keeps the reserve back for the answer. (The runtime grants
@@ -240,7 +237,7 @@ Api::ClientGone Api::submit(const HttpRequest& request, TimePoint arrived_at, Re
                  .deadline = Deadline::after(budget - std::min(budget, policy.reserve),
                                              saturating_add(arrived_at, req.delay)),
                  .idempotency_key = req.idempotency_key,
-                 .estimate_key = std::move(estimate_key),
+                 .estimate_key = std::move(prepared.estimate_key),
                  .expected = req.expected,
                  .retry = req.retry,
                  .delay = req.delay};
@@ -252,7 +249,8 @@ Api::ClientGone Api::submit(const HttpRequest& request, TimePoint arrived_at, Re
       live_stats_.job_finished(o);
       records_.finish(o);  // answers the waiting clients
     };
-    const JobHandle job = runtime_.submit(std::move(spec), std::move(handler), std::move(on_outcome));
+    const JobHandle job =
+        runtime_.submit(std::move(spec), std::move(prepared.handler), std::move(on_outcome));
     // Up to the runtime's own stamp, from which queue_ms counts: the four timings then add up
     // to the deadline however long the submitter was preempted within submit.
     // A delayed job's stamp is its start: its delay is not intake.
@@ -260,24 +258,51 @@ Api::ClientGone Api::submit(const HttpRequest& request, TimePoint arrived_at, Re
     records_.add(job, req.kind, {.intake = intake, .budget = budget});
     return job.id();
   };
-  JobId id = 0;
-  bool attached = false;
-  if (req.idempotency_key.empty()) {
-    id = submit_job();
-  } else {
-    const auto keyed = records_.submit_keyed(req.idempotency_key, fingerprint(req), submit_job);
-    if (keyed.conflict) {
-      respond(error_response(kStatusConflict,
-                             "idempotency_key names job " + std::to_string(keyed.id) +
-                                 ", submitted with a different kind, args or priority",
-                             "idempotency_key"));
-      return {};
-    }
-    id = keyed.id;
-    attached = keyed.attached;
-  }
+  const bool scheduled = req.delay > Duration::zero();
+  if (req.idempotency_key.empty()) return {.id = submit_job(), .scheduled = scheduled};
+  const auto keyed = records_.submit_keyed(req.idempotency_key, fingerprint(req), submit_job);
+  return {.id = keyed.id, .attached = keyed.attached, .conflict = keyed.conflict,
+          .scheduled = scheduled};
+}
 
-  if (req.wait) {
+HttpResponse Api::answer_now(const Submitted& submitted) {
+  const JobId id = submitted.id;
+  if (submitted.conflict) {
+    return error_response(kStatusConflict,
+                          "idempotency_key names job " + std::to_string(id) +
+                              ", submitted with a different kind, args or priority",
+                          "idempotency_key");
+  }
+  // Rejected at admission, or an earlier job with this key that is over: say so at once. (A
+  // new job that was quick enough to be over already still gets its 202.)
+  if (auto o = records_.outcome(id); o && (submitted.attached || o->state == State::rejected)) {
+    HttpResponse r = outcome_response(*o);
+    if (auto record = records_.find_json(id)) r.body = std::move(*record);  // with its arrival
+    return r;
+  }
+  const std::string_view state = submitted.scheduled ? "scheduled" : "queued";
+  HttpResponse r{.status = kStatusAccepted, .body = json_text({{"id", id}, {"state", state}})};
+  r.headers.emplace_back("Location", std::string{kJobPathPrefix} + std::to_string(id));
+  return r;
+}
+
+Api::ClientGone Api::submit(const HttpRequest& request, TimePoint arrived_at, Respond& respond) {
+  auto parsed = parse_job_request(request, config_.limits.max_json_depth, config_.limits.max_delay);
+  if (auto* e = std::get_if<RequestError>(&parsed)) {
+    respond(error_response(kStatusBadRequest, e->message, e->field));
+    return {};
+  }
+  JobRequest& req = std::get<JobRequest>(parsed);
+  Prepared prepared;
+  if (auto e = prepare(req, prepared)) {
+    respond(error_response(kStatusBadRequest, e->message, e->field));
+    return {};
+  }
+  if (cluster_ != nullptr) return cluster_->submit(std::move(req), arrived_at, std::move(respond));
+
+  const Submitted submitted = submit_prepared(req, std::move(prepared), arrived_at);
+  const JobId id = submitted.id;
+  if (req.wait && !submitted.conflict) {
     const Respond unanswered = respond;
     const auto answer = [respond = std::move(respond)](const Outcome& o, const Arrival& arrival) {
       respond(outcome_response(o, arrival));
@@ -289,19 +314,40 @@ Api::ClientGone Api::submit(const HttpRequest& request, TimePoint arrived_at, Re
     }
     return [this, id] { records_.leave(id); };
   }
-  // Rejected at admission, or an earlier job with this key that is over: say so at once. (A
-  // new job that was quick enough to be over already still gets its 202.)
-  if (auto o = records_.outcome(id); o && (attached || o->state == State::rejected)) {
-    HttpResponse r = outcome_response(*o);
-    if (auto record = records_.find_json(id)) r.body = std::move(*record);  // with its arrival
-    respond(std::move(r));
-    return {};
-  }
-  const std::string_view state = req.delay > Duration::zero() ? "scheduled" : "queued";
-  HttpResponse r{.status = kStatusAccepted, .body = json_text({{"id", id}, {"state", state}})};
-  r.headers.emplace_back("Location", std::string{kJobPathPrefix} + std::to_string(id));
-  respond(std::move(r));
+  respond(answer_now(submitted));
   return {};
+}
+
+void Api::submit_batch(const HttpRequest& request, TimePoint arrived_at, Respond& respond) {
+  auto parsed = parse_batch_request(request, config_.limits.max_json_depth, config_.limits.max_batch,
+                                    config_.limits.max_delay);
+  if (auto* e = std::get_if<RequestError>(&parsed)) {
+    respond(error_response(kStatusBadRequest, e->message, e->field));
+    return;
+  }
+  std::vector<JobRequest>& jobs = std::get<std::vector<JobRequest>>(parsed);
+  // Every job is checked before any is submitted: a malformed batch starts nothing.
+  std::vector<Prepared> prepared(jobs.size());
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (auto e = prepare(jobs[i], prepared[i])) {
+      const RequestError placed = in_batch_item(i, std::move(*e));
+      respond(error_response(kStatusBadRequest, placed.message, placed.field));
+      return;
+    }
+  }
+  if (cluster_ != nullptr) {
+    cluster_->submit_many(std::move(jobs), arrived_at, [respond = std::move(respond)](
+                                                           std::vector<HttpResponse> answers) {
+      respond(batch_response(answers));
+    });
+    return;
+  }
+  std::vector<HttpResponse> answers;
+  answers.reserve(jobs.size());
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    answers.push_back(answer_now(submit_prepared(jobs[i], std::move(prepared[i]), arrived_at)));
+  }
+  respond(batch_response(answers));
 }
 
 Api::ClientGone Api::get_job(std::uint64_t id, std::string_view query, Respond& respond) {
@@ -310,8 +356,8 @@ Api::ClientGone Api::get_job(std::uint64_t id, std::string_view query, Respond& 
     respond(error_response(kStatusBadRequest, e->message, e->field));
     return {};
   }
-  if (cluster_ != nullptr) {  // the record as it stands, waiting or not
-    cluster_->job_record(id, std::move(respond));
+  if (cluster_ != nullptr) {
+    cluster_->job_record(id, std::get<bool>(wait), std::move(respond));
     return {};
   }
   if (!std::get<bool>(wait)) {

@@ -1,6 +1,7 @@
 // api.hpp (private) — `Api`, the daemon's HTTP endpoints on plain request/response values:
 //
 //   POST   /v1/jobs        submit; waits for the terminal outcome unless ?wait=false (202)
+//   POST   /v1/jobs/batch  submit many, each admitted on its own, none waited for (batch_request.hpp)
 //   GET    /v1/jobs/{id}   the job's record          DELETE /v1/jobs/{id}   cancel (cause caller)
 //          ?wait=true      ... once the job has ended (record_waits.hpp); `wait` is the only
 //                          query parameter a GET takes: any other is a 400 naming it
@@ -30,6 +31,7 @@
 #include "daemon/api/bearer_auth.hpp"
 #include "daemon/http/http_message.hpp"
 #include "daemon/api/job_records.hpp"
+#include "daemon/api/job_request.hpp"
 #include "daemon/api/record_waits.hpp"
 #include "daemon/api/stats.hpp"
 #include "daemon/metrics.hpp"
@@ -83,8 +85,29 @@ class Api {
   void set_cluster(cluster::ClusterNode* node) noexcept { cluster_ = node; }
 
  private:
+  // A job request checked against its kind: the handler it runs and its estimate key.
+  struct Prepared {
+    JobHandler handler;
+    std::string estimate_key;
+  };
+  // Checks the kind and args (and fills in the kind's expected run time); an error names the
+  // field within the job ("kind", "args.ms").
+  std::optional<RequestError> prepare(JobRequest& req, Prepared& out) const;
+  struct Submitted {
+    JobId id = 0;
+    bool attached = false;  // an earlier job with this key answers the request
+    bool conflict = false;  // the key names job `id`, of a different request
+    bool scheduled = false; // a delayed start: it waits for its start, not in the queue
+  };
+  // Submits one checked job to this daemon's runtime (or attaches it to its key's job).
+  Submitted submit_prepared(const JobRequest& req, Prepared prepared, TimePoint arrived_at);
+  // The answer that does not wait: 202 queued, the record of a job rejected at admission or of
+  // the ended job a key attached to, or 409 for a key's conflict.
+  HttpResponse answer_now(const Submitted& submitted);
   ClientGone submit(const HttpRequest& request, TimePoint arrived_at, Respond& respond);
-  // GET /v1/jobs/{id}[?wait=true]. In cluster mode the record as it stands, even with wait.
+  // POST /v1/jobs/batch (batch_request.hpp).
+  void submit_batch(const HttpRequest& request, TimePoint arrived_at, Respond& respond);
+  // GET /v1/jobs/{id}[?wait=true], in cluster mode from the database.
   ClientGone get_job(std::uint64_t id, std::string_view query, Respond& respond);
   HttpResponse job_record(std::uint64_t id);
   HttpResponse cancel_job(std::uint64_t id);

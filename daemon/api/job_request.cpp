@@ -52,6 +52,10 @@ bool storable_key(std::string_view key) {
 // the first, and then two parties act on different requests. So a body with one is refused.
 class DuplicateKeyFinder {
  public:
+  // With `index_elements`, an element of an array is named by its index ("jobs[2].kind");
+  // without, by the array's key alone ("args.body.k").
+  explicit DuplicateKeyFinder(bool index_elements) : index_elements_{index_elements} {}
+
   static constexpr std::size_t max_object_size = std::numeric_limits<std::size_t>::max();
   static constexpr std::size_t max_array_size = std::numeric_limits<std::size_t>::max();
   static constexpr std::size_t max_key_size = std::numeric_limits<std::size_t>::max();
@@ -79,7 +83,10 @@ class DuplicateKeyFinder {
     return true;
   }
   bool on_string_part(boost::json::string_view, std::size_t, boost::system::error_code&) { return true; }
-  bool on_string(boost::json::string_view, std::size_t, boost::system::error_code&) { return true; }
+  bool on_string(boost::json::string_view, std::size_t, boost::system::error_code&) {
+    element();
+    return true;
+  }
   bool on_key_part(boost::json::string_view part, std::size_t, boost::system::error_code&) {
     key_.append(part.data(), part.size());
     return true;
@@ -97,11 +104,11 @@ class DuplicateKeyFinder {
     return true;
   }
   bool on_number_part(boost::json::string_view, boost::system::error_code&) { return true; }
-  bool on_int64(std::int64_t, boost::json::string_view, boost::system::error_code&) { return true; }
-  bool on_uint64(std::uint64_t, boost::json::string_view, boost::system::error_code&) { return true; }
-  bool on_double(double, boost::json::string_view, boost::system::error_code&) { return true; }
-  bool on_bool(bool, boost::system::error_code&) { return true; }
-  bool on_null(boost::system::error_code&) { return true; }
+  bool on_int64(std::int64_t, boost::json::string_view, boost::system::error_code&) { return element(); }
+  bool on_uint64(std::uint64_t, boost::json::string_view, boost::system::error_code&) { return element(); }
+  bool on_double(double, boost::json::string_view, boost::system::error_code&) { return element(); }
+  bool on_bool(bool, boost::system::error_code&) { return element(); }
+  bool on_null(boost::system::error_code&) { return element(); }
   bool on_comment_part(boost::json::string_view, boost::system::error_code&) { return true; }
   bool on_comment(boost::json::string_view, boost::system::error_code&) { return true; }
 
@@ -114,12 +121,24 @@ class DuplicateKeyFinder {
                       // array's key for an element; "" at the top
     std::set<std::string, std::less<>> keys;  // objects: the keys read so far
     std::string last_key;                     // objects: the key whose value is being read
+    std::size_t elements = 0;                 // arrays: the elements begun so far
   };
+
+  // A value begins: counted when it is an element of an array.
+  bool element() {
+    if (!frames_.empty() && !frames_.back().object) ++frames_.back().elements;
+    return true;
+  }
 
   void open(bool object) {
     std::string key;
-    if (!frames_.empty()) key = frames_.back().object ? frames_.back().last_key : frames_.back().key;
-    frames_.push_back({.object = object, .key = std::move(key), .keys = {}, .last_key = {}});
+    if (!frames_.empty()) {
+      Frame& parent = frames_.back();
+      key = parent.object ? parent.last_key : parent.key;
+      if (!parent.object && index_elements_) key += "[" + std::to_string(parent.elements) + "]";
+    }
+    element();
+    frames_.push_back({.object = object, .key = std::move(key), .keys = {}, .last_key = {}, .elements = 0});
   }
 
   // "args.body.k": the keys of the enclosing objects (arrays add nothing), then `key`.
@@ -133,14 +152,16 @@ class DuplicateKeyFinder {
     return path + key;
   }
 
+  const bool index_elements_;
   std::vector<Frame> frames_;
   std::string key_;  // the key being read
   std::string duplicate_;
 };
 
 // The dotted path of a key that appears twice in one object of `json` (valid JSON), or "".
-std::string duplicate_key(std::string_view json, const boost::json::parse_options& options) {
-  boost::json::basic_parser<DuplicateKeyFinder> parser{options};
+std::string duplicate_key(std::string_view json, const boost::json::parse_options& options,
+                          bool index_elements) {
+  boost::json::basic_parser<DuplicateKeyFinder> parser{options, index_elements};
   boost::system::error_code ec;
   parser.write_some(false, json.data(), json.size(), ec);
   return parser.handler().duplicate();
@@ -252,6 +273,8 @@ std::optional<RequestError> read_body_field(std::string_view key, const boost::j
   return std::nullopt;
 }
 
+}  // namespace
+
 std::optional<RequestError> read_wire_budgets(const HttpRequest& request, JobRequest& out) {
   for (const auto& [name, value] : request.headers) {
     WireBudget b;
@@ -267,6 +290,8 @@ std::optional<RequestError> read_wire_budgets(const HttpRequest& request, JobReq
   }
   return std::nullopt;
 }
+
+namespace {
 
 // The error for a query parameter other than `wait`, naming it as its field. A request target
 // may hold any byte above 0x7F, and the field goes back in a JSON answer, which must be UTF-8:
@@ -312,6 +337,33 @@ std::optional<Duration> header_budget(const HttpRequest& request) {
   return out.budget;
 }
 
+std::variant<boost::json::value, RequestError> parse_json_body(std::string_view text,
+                                                              std::size_t max_json_depth,
+                                                              bool index_elements) {
+  boost::json::parse_options options;
+  options.max_depth = max_json_depth;
+  boost::system::error_code ec;
+  boost::json::value body = boost::json::parse(text, ec, {}, options);
+  if (ec) return RequestError{"body", "is not valid JSON: " + ec.message()};
+  if (std::string key = duplicate_key(text, options, index_elements); !key.empty()) {
+    return RequestError{std::move(key), "appears more than once in its object"};
+  }
+  return body;
+}
+
+std::optional<RequestError> read_job_fields(const boost::json::object& job, JobRequest& out,
+                                            std::chrono::milliseconds max_delay) {
+  for (const auto& [key, value] : job) {
+    // delay_ms needs the limit, which no other field does.
+    if (auto e = key == "delay_ms" ? read_delay_ms(value, max_delay, out)
+                                   : read_body_field(key, value, out)) {
+      return e;
+    }
+  }
+  if (out.kind.empty()) return RequestError{"kind", "is required"};
+  return std::nullopt;
+}
+
 std::variant<JobRequest, RequestError> parse_job_request(const HttpRequest& request,
                                                          std::size_t max_json_depth,
                                                          std::chrono::milliseconds max_delay) {
@@ -321,22 +373,12 @@ std::variant<JobRequest, RequestError> parse_job_request(const HttpRequest& requ
   out.wait = std::get<bool>(wait);
   if (auto e = read_wire_budgets(request, out)) return *e;
 
-  boost::json::parse_options options;
-  options.max_depth = max_json_depth;
-  boost::system::error_code ec;
-  const boost::json::value body = boost::json::parse(request.body, ec, {}, options);
-  if (ec) return RequestError{"body", "is not valid JSON: " + ec.message()};
-  if (!body.is_object()) return RequestError{"body", "must be a JSON object"};
-  if (std::string key = duplicate_key(request.body, options); !key.empty()) {
-    return RequestError{std::move(key), "appears more than once in its object"};
+  auto body = parse_json_body(request.body, max_json_depth, /*index_elements=*/false);
+  if (auto* e = std::get_if<RequestError>(&body)) return std::move(*e);
+  if (!std::get<boost::json::value>(body).is_object()) return RequestError{"body", "must be a JSON object"};
+  if (auto e = read_job_fields(std::get<boost::json::value>(body).get_object(), out, max_delay)) {
+    return *e;
   }
-  for (const auto& [key, value] : body.get_object()) {
-    // delay_ms needs the limit, which no other field does.
-    if (auto e = key == "delay_ms" ? read_delay_ms(value, max_delay, out) : read_body_field(key, value, out)) {
-      return *e;
-    }
-  }
-  if (out.kind.empty()) return RequestError{"kind", "is required"};
   // The header form, which a forwarding sandglassd sends. Both forms may be sent, with one key:
   // two different keys would make one of them silently lose, so that is an error naming both.
   if (const auto key = request.header(kIdempotencyKeyHeader)) {

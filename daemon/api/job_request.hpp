@@ -19,6 +19,7 @@
 #include <sandglass/job_spec.hpp>
 
 #include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -60,6 +61,23 @@ inline constexpr std::string_view kIdempotencyKeyHeader = "idempotency-key";
 std::variant<JobRequest, RequestError> parse_job_request(
     const HttpRequest& request, std::size_t max_json_depth,
     std::chrono::milliseconds max_delay = kDefaultMaxDelay);
+
+// A request body as JSON, nested at most `max_json_depth` deep, in which no object names a key
+// twice (Boost.JSON keeps the last of them, another reader may keep the first); the error names
+// the body or the duplicate key's dotted path, with each array element's index when
+// `index_elements` ("jobs[2].kind").
+std::variant<boost::json::value, RequestError> parse_json_body(std::string_view text,
+                                                              std::size_t max_json_depth,
+                                                              bool index_elements);
+
+// Reads one job object's fields ("kind", "args", ...) into `out`. An error names the field as
+// the job object's own ("kind", "args.ms"). `max_delay`: the largest delay_ms accepted.
+std::optional<RequestError> read_job_fields(const boost::json::object& job, JobRequest& out,
+                                            std::chrono::milliseconds max_delay);
+
+// Lowers out.budget to what the budget headers (x-request-timeout-ms, grpc-timeout) name; an
+// error names a malformed one.
+std::optional<RequestError> read_wire_budgets(const HttpRequest& request, JobRequest& out);
 
 // The query of POST /v1/jobs and of GET /v1/jobs/{id}: `wait=true|false` (or 1|0), nothing
 // else; without it, `wait_by_default`. An unknown parameter is an error naming it.

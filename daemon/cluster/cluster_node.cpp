@@ -113,6 +113,10 @@ void ClusterNode::Impl::stop(Duration flush_for) {
   {
     std::lock_guard lock{intake_mu_};
     for (Pending& p : submit_queue_) p.respond(unreachable());
+    for (std::vector<Pending>& batch : batch_queue_) {
+      for (Pending& p : batch) p.respond(unreachable());
+    }
+    batch_queue_.clear();
     for (QueuedTask& t : intake_queue_) {
       if (t.on_failure) t.on_failure(unreachable());
     }
@@ -182,7 +186,13 @@ void ClusterNode::stop(Duration flush_for) { impl_->stop(flush_for); }
 ClusterNode::ClientGone ClusterNode::submit(JobRequest request, TimePoint arrived_at, Respond respond) {
   return impl_->submit(std::move(request), arrived_at, std::move(respond));
 }
-void ClusterNode::job_record(JobId id, Respond respond) { impl_->job_record(id, std::move(respond)); }
+void ClusterNode::submit_many(std::vector<JobRequest> requests, TimePoint arrived_at,
+                              std::function<void(std::vector<HttpResponse>)> answered) {
+  impl_->submit_many(std::move(requests), arrived_at, std::move(answered));
+}
+void ClusterNode::job_record(JobId id, bool wait, Respond respond) {
+  impl_->job_record(id, wait, std::move(respond));
+}
 void ClusterNode::cancel(JobId id, Respond respond) { impl_->cancel(id, std::move(respond)); }
 std::string ClusterNode::metrics_text() const { return impl_->metrics_text(); }
 bool ClusterNode::ready() const noexcept { return impl_->ready(); }

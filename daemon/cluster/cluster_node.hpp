@@ -65,6 +65,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace sandglass::daemon::cluster {
 
@@ -96,8 +97,17 @@ class ClusterNode {
   // `respond` exactly once, from another thread. Returns what to call when the client leaves
   // before its answer (a job with no key and no other waiter here is then cancelled).
   ClientGone submit(JobRequest request, TimePoint arrived_at, Respond respond);
-  void job_record(JobId id, Respond respond);  // GET /v1/jobs/ID, from the database
-  void cancel(JobId id, Respond respond);      // DELETE /v1/jobs/ID, then the record
+  // POST /v1/jobs/batch with validated requests whose kinds this daemon knows, none of them
+  // waited for: one statement admits and inserts them all. Calls `answered` exactly once, from
+  // another thread, with each request's answer in order (as submit's with wait=false).
+  void submit_many(std::vector<JobRequest> requests, TimePoint arrived_at,
+                   std::function<void(std::vector<HttpResponse>)> answered);
+  // GET /v1/jobs/ID, from the database; with `wait`, once the job is over or at its deadline
+  // plus the reserve with the row as it stands (as a lone daemon's record_waits.hpp).
+  void job_record(JobId id, bool wait, Respond respond);
+  // DELETE /v1/jobs/ID: 200 with the final record once the job is over, waiting up to 100 ms
+  // for a running one (it ends on its node); else 202 {"id", "state": "cancelling"}.
+  void cancel(JobId id, Respond respond);
   std::string metrics_text() const;            // the cluster series, Prometheus text format
   bool ready() const noexcept;                 // false while the database is unreachable
   const std::string& node_name() const noexcept;

@@ -62,6 +62,41 @@ ClusterNode::ClientGone ClusterNode::Impl::submit(JobRequest req, TimePoint arri
   };
 }
 
+void ClusterNode::Impl::submit_many(std::vector<JobRequest> requests, TimePoint arrived_at,
+                                    std::function<void(std::vector<HttpResponse>)> answered) {
+  // Each job's answer lands in its place; the last one to arrive answers the batch.
+  struct Answers {
+    std::mutex mu;
+    std::vector<HttpResponse> answers;  // guarded by mu
+    std::size_t left = 0;               // guarded by mu
+    std::function<void(std::vector<HttpResponse>)> answered;
+  };
+  auto all = std::make_shared<Answers>();
+  all->answers.resize(requests.size());
+  all->left = requests.size();
+  all->answered = std::move(answered);
+  std::vector<Pending> batch;
+  batch.reserve(requests.size());
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    JobRequest& req = requests[i];
+    req.wait = false;
+    Respond respond = [all, i](HttpResponse r) {
+      std::unique_lock lock{all->mu};
+      all->answers[i] = std::move(r);
+      if (--all->left > 0) return;
+      lock.unlock();
+      all->answered(std::move(all->answers));
+    };
+    batch.push_back(Pending{std::move(req), arrived_at, new_intake_token(), std::move(respond),
+                            std::make_shared<Submission>()});
+  }
+  {
+    std::lock_guard lock{intake_mu_};
+    batch_queue_.push_back(std::move(batch));
+  }
+  intake_cv_.notify_one();
+}
+
 namespace {
 
 // Answers with the job's record as the database has it, or 404.
@@ -76,15 +111,55 @@ void respond_with_record(PgSession& db, JobId id, const ClusterNode::Respond& re
 
 }  // namespace
 
-void ClusterNode::Impl::job_record(JobId id, Respond respond) {
-  post([id, respond](PgSession& db) { respond_with_record(db, id, respond); }, respond);
+void ClusterNode::Impl::job_record(JobId id, bool wait, Respond respond) {
+  if (!wait) {
+    post([id, respond](PgSession& db) { respond_with_record(db, id, respond); }, respond);
+    return;
+  }
+  post([this, id, respond](PgSession& db) {
+    // Answered at its job's deadline plus the reserve at the latest, with the row as it stands.
+    wait_for_row(db, id, respond, budget_.reserve, [](const Record& rec) {
+      return HttpResponse{.body = rec.json};
+    });
+  }, respond);
 }
 
 void ClusterNode::Impl::cancel(JobId id, Respond respond) {
   post([this, id, respond](PgSession& db) {
-    db.exec("SELECT sandglass_cancel($1, $2)", {node_, std::to_string(id)});
-    respond_with_record(db, id, respond);
+    // As a lone daemon: the final record once the job is over (a queued one is over at once, a
+    // running one once its node stopped it), waiting up to kCancelAnswerWait; else 202.
+    wait_for_row(db, id, respond, std::nullopt, [id](const Record& rec) {
+      if (rec.terminal) return HttpResponse{.body = rec.json};
+      return HttpResponse{.status = kStatusAccepted,
+                          .body = json_text({{"id", id}, {"state", "cancelling"}, {"cause", "caller"}})};
+    }, /*cancel_first=*/true);
   }, respond);
+}
+
+void ClusterNode::Impl::wait_for_row(PgSession& db, JobId id, const Respond& respond,
+                                     std::optional<Duration> past_deadline,
+                                     std::function<HttpResponse(const Record&)> answer_from_row,
+                                     bool cancel_first) {
+  // Marked awaited first: an outcome written after that commit is announced, and one written
+  // before it is in the row read below; a NOTIFY the listener handles before the waiter is
+  // added finds it among the recent outcomes (Waiters::add).
+  db.exec("SELECT sandglass_await(ARRAY[$1]::bigint[])", {std::to_string(id)});
+  if (cancel_first) db.exec("SELECT sandglass_cancel($1, $2)", {node_, std::to_string(id)});
+  const std::vector<Record> found = fetch_records(db, {id});
+  if (found.empty()) {
+    respond(json_error(kStatusNotFound, "no such job", "id"));
+    return;
+  }
+  const Record& rec = found.front();
+  if (rec.terminal) {
+    respond(answer_from_row(rec));
+    return;
+  }
+  const Duration wait = past_deadline
+                            ? std::chrono::microseconds{std::max<std::int64_t>(rec.remaining_us, 0)} +
+                                  *past_deadline
+                            : kCancelAnswerWait;
+  add_waiter(id, respond, Deadline::after(wait).time_point(), std::move(answer_from_row));
 }
 
 void ClusterNode::Impl::post(Task run, Respond on_failure) {
@@ -107,11 +182,19 @@ void ClusterNode::Impl::intake_loop(std::stop_token st) {
     QueuedTask task;
     {
       std::unique_lock lock{intake_mu_};
-      intake_cv_.wait(lock, st, [this] { return !intake_queue_.empty() || !submit_queue_.empty(); });
-      // Submissions waiting together go in one statement; reads and cancels one by one.
-      while (!submit_queue_.empty() && submits.size() < kSubmitBatch) {
-        submits.push_back(std::move(submit_queue_.front()));
-        submit_queue_.pop_front();
+      intake_cv_.wait(lock, st, [this] {
+        return !intake_queue_.empty() || !submit_queue_.empty() || !batch_queue_.empty();
+      });
+      // A batch request goes in one statement of its own; other submissions waiting together in
+      // one statement; reads and cancels one by one.
+      if (!batch_queue_.empty()) {
+        submits = std::move(batch_queue_.front());
+        batch_queue_.pop_front();
+      } else {
+        while (!submit_queue_.empty() && submits.size() < kSubmitBatch) {
+          submits.push_back(std::move(submit_queue_.front()));
+          submit_queue_.pop_front();
+        }
       }
       if (submits.empty()) {
         if (intake_queue_.empty()) continue;

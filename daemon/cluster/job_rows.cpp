@@ -73,6 +73,7 @@ Record record_of(const PgRows& rows, int r) {
                   {"run_ms", ms_of(rows.integer(r, 14))},
                   {"remaining_ms", ms_of(rows.integer(r, 15))}};
   rec.status = http_status_of(reason, cause);
+  rec.remaining_us = rows.integer(r, 15);
   rec.json = json_text(o);
   return rec;
 }

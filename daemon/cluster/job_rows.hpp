@@ -37,6 +37,9 @@ struct Record {
   bool terminal = false;
   HttpStatus status{};  // for a terminal record answered to a waiter
   std::string json;
+  // The job's deadline (arrival + budget - reserve) less the database's clock at the read, or
+  // at the job's end once it is over.
+  std::int64_t remaining_us = 0;
 };
 
 // The rows of `ids` that exist (any order). Throws PgError.

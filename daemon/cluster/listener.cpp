@@ -17,10 +17,11 @@ namespace sandglass::daemon::cluster {
 
 using std::chrono::microseconds;
 
-void ClusterNode::Impl::add_waiter(JobId id, const Respond& respond, TimePoint due) {
+void ClusterNode::Impl::add_waiter(JobId id, const Respond& respond, TimePoint due,
+                                   std::function<HttpResponse(const Record&)> answer_from_row) {
   // Its outcome's NOTIFY came before this waiter (late), or its due time may come before the
   // listener's next wake-up (at most poll_ms away): the listener looks again now.
-  const bool late = waiters_.add(id, respond, due);
+  const bool late = waiters_.add(id, respond, due, std::move(answer_from_row));
   if (late || due < Deadline::after(config_.poll).time_point()) {
     listener_wake_.wake();
   }
@@ -130,9 +131,13 @@ std::size_t ClusterNode::Impl::answer(PgSession& db, std::vector<Waiter> to_answ
   }
   std::size_t answered = 0;
   std::vector<Waiter> not_over;
+  const TimePoint now = Clock::now();
   for (Waiter& w : to_answer) {
     const auto it = records.find(w.id);
-    if (it != records.end() && it->second.terminal) {
+    if (it != records.end() && w.answer_from_row && (it->second.terminal || w.due <= now)) {
+      w.respond(w.answer_from_row(it->second));
+      ++answered;
+    } else if (it != records.end() && it->second.terminal) {
       w.respond(answer_of(it->second));
       ++answered;
     } else if (it == records.end()) {
@@ -142,8 +147,9 @@ std::size_t ClusterNode::Impl::answer(PgSession& db, std::vector<Waiter> to_answ
       not_over.push_back(std::move(w));
     }
   }
-  // The sweep ends the job of a lost node within a lease: read it again then.
-  waiters_.put_back(std::move(not_over), Clock::now(), config_.lease);
+  // The sweep ends the job of a lost node within a lease: read it again then. (A reader is
+  // read again at its own due time.)
+  waiters_.put_back(std::move(not_over), now, config_.lease);
   return answered;
 }
 

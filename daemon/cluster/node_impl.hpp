@@ -58,6 +58,8 @@ inline constexpr std::chrono::microseconds kClaimGather{1000};  // most a claim 
 inline constexpr std::chrono::milliseconds kReconnectBackoff{200};  // between attempts to reach the database
 inline constexpr std::chrono::seconds kOrphanWait{5};  // most a take-back waits for an old session's end
 inline constexpr std::size_t kFinishBatch = 512;      // most outcomes one statement writes
+// How long a DELETE waits for the cancelled job to end before it answers 202 "cancelling".
+inline constexpr Duration kCancelAnswerWait = std::chrono::milliseconds{100};
 inline constexpr std::size_t kSubmitBatch = 128;      // most submissions one statement inserts
 inline constexpr std::size_t kRecentOutcomes = 8192;  // outcome ids remembered for late waiters
 inline constexpr std::size_t kMostAhead = 16;         // most jobs a node claims beyond its workers
@@ -89,7 +91,9 @@ class ClusterNode::Impl {
   void stop(Duration flush_for);
 
   ClientGone submit(JobRequest req, TimePoint arrived_at, Respond respond);
-  void job_record(JobId id, Respond respond);
+  void submit_many(std::vector<JobRequest> requests, TimePoint arrived_at,
+                   std::function<void(std::vector<HttpResponse>)> answered);
+  void job_record(JobId id, bool wait, Respond respond);
   void cancel(JobId id, Respond respond);
   std::string metrics_text() const;
   bool ready() const noexcept { return db_ok_.load(std::memory_order_relaxed); }
@@ -205,7 +209,17 @@ class ClusterNode::Impl {
   // ---- listener (listener.cpp)
   // A client waits for the job `id`: answered by its outcome's NOTIFY or, at the latest, by a
   // read of its row at `due` (waiters.hpp).
-  void add_waiter(JobId id, const Respond& respond, TimePoint due);
+  // A reader of job `id`'s row (GET ?wait=true, DELETE; after a sandglass_cancel when
+  // `cancel_first`): answered `answer_from_row(row)` now if the job is over, else once it is or
+  // at the latest `past_deadline` after the job's deadline (without: kCancelAnswerWait from
+  // now). On an intake thread; throws PgError.
+  void wait_for_row(PgSession& db, JobId id, const Respond& respond,
+                    std::optional<Duration> past_deadline,
+                    std::function<HttpResponse(const Record&)> answer_from_row,
+                    bool cancel_first = false);
+  // A submitter's waiter, or with `answer_from_row` a reader's (waiters.hpp).
+  void add_waiter(JobId id, const Respond& respond, TimePoint due,
+                  std::function<HttpResponse(const Record&)> answer_from_row = {});
   void listener_loop(std::stop_token st);
   void handle_notifications(PgSession& db, const std::vector<Notification>& notes);
   // One outcome line "ID KIND RUN_US": learns the run time, the notify lag, and moves the job's
@@ -363,6 +377,7 @@ class ClusterNode::Impl {
   std::condition_variable_any intake_cv_;
   std::deque<QueuedTask> intake_queue_;  // guarded by intake_mu_
   std::deque<Pending> submit_queue_;     // guarded by intake_mu_
+  std::deque<std::vector<Pending>> batch_queue_;  // guarded by intake_mu_; one statement each
 
   Waiters waiters_{kRecentOutcomes};
   WakeFd listener_wake_;

@@ -5,13 +5,15 @@
 
 namespace sandglass::daemon::cluster {
 
-bool Waiters::add(JobId id, ClusterNode::Respond respond, TimePoint due) {
+bool Waiters::add(JobId id, ClusterNode::Respond respond, TimePoint due,
+                  std::function<HttpResponse(const Record&)> answer_from_row) {
+  Waiter w{id, std::move(respond), due, std::move(answer_from_row)};
   std::lock_guard lock{mu_};
   if (recent_set_.contains(id)) {
-    late_.push_back({id, std::move(respond), due});
+    late_.push_back(std::move(w));
     return true;
   }
-  insert({id, std::move(respond), due});
+  insert(std::move(w));
   return false;
 }
 
@@ -26,7 +28,7 @@ void Waiters::put_back(std::vector<Waiter> waiters, TimePoint now, Duration rech
   std::lock_guard lock{mu_};
   for (Waiter& w : waiters) {
     recent_set_.erase(w.id);  // its deque entry ages out harmlessly
-    w.due = std::max(w.due, again);
+    if (!w.answer_from_row) w.due = std::max(w.due, again);  // a reader keeps its own
     insert(std::move(w));
   }
 }

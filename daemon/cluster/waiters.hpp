@@ -18,12 +18,14 @@
 #pragma once
 
 #include "daemon/cluster/cluster_node.hpp"
+#include "daemon/cluster/job_rows.hpp"
 
 #include <sandglass/deadline.hpp>
 #include <sandglass/job_spec.hpp>
 
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -36,6 +38,10 @@ struct Waiter {
   JobId id = 0;
   ClusterNode::Respond respond;
   TimePoint due{};  // when the node reads the row, NOTIFY or not
+  // Empty for a submitter, which gets the status the outcome maps to and, past `due`, waits on
+  // (its row is read again every recheck period). A reader (GET ?wait=true, DELETE) gets this,
+  // made from the row, once the job is over or at `due`, over or not.
+  std::function<HttpResponse(const Record&)> answer_from_row;
 };
 
 class Waiters {
@@ -46,7 +52,8 @@ class Waiters {
   // Adds a waiter for the job `id`, to be answered by its outcome's NOTIFY or, at the latest,
   // by a read of its row at `due`. When that NOTIFY came already (a recent outcome), the
   // waiter goes to the late list instead (take_late) and this returns true: wake the reader.
-  bool add(JobId id, ClusterNode::Respond respond, TimePoint due);
+  bool add(JobId id, ClusterNode::Respond respond, TimePoint due,
+           std::function<HttpResponse(const Record&)> answer_from_row = {});
   // The outcome of `id` was announced: its waiters, removed; the id is remembered as recent.
   std::vector<Waiter> noticed(JobId id);
   // Puts back waiters whose job a read found not over: due again at their own due time or

@@ -31,6 +31,9 @@ std::span<const Field<DaemonConfig>> server_fields() {
     {"idle_timeout_ms", [](DaemonConfig& c, const Entry& e) { c.limits.idle_timeout = e.ms(1); }},
     {"max_json_depth",
      [](DaemonConfig& c, const Entry& e) { c.limits.max_json_depth = e.count(1, 1024); }},
+    {"max_batch", [](DaemonConfig& c, const Entry& e) { c.limits.max_batch = e.count(1, 100'000); }},
+    {"max_pending_body_bytes",
+     [](DaemonConfig& c, const Entry& e) { c.limits.max_pending_body_bytes = e.count(1, kMaxBytes); }},
     {"auth_token_file", set_auth_token_file},
     {"max_delay_ms", [](DaemonConfig& c, const Entry& e) { c.limits.max_delay = e.ms(0); }},
 };
@@ -50,6 +53,8 @@ void validate_server(const DaemonConfig& c) {
   check_at_least("server.write_timeout_ms", c.limits.write_timeout.count(), 1);
   check_at_least("server.idle_timeout_ms", c.limits.idle_timeout.count(), 1);
   check_at_least("server.max_json_depth", c.limits.max_json_depth, 1);
+  check_at_least("server.max_batch", c.limits.max_batch, 1);
+  check_at_least("server.max_pending_body_bytes", c.limits.max_pending_body_bytes, 1);
 }
 
 }  // namespace sandglass::daemon::config

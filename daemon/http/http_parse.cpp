@@ -54,6 +54,14 @@ bool expects_continue(const RequestParser& parser) {
   return boost::beast::iequals(parser.get()[http::field::expect], "100-continue");
 }
 
+std::size_t body_bytes_to_read(const RequestParser& parser, const ServerLimits& limits) {
+  if (parser.is_done()) return 0;
+  if (const auto length = parser.content_length()) {
+    return static_cast<std::size_t>(std::min<std::uint64_t>(*length, limits.max_body_bytes));
+  }
+  return parser.chunked() ? limits.max_body_bytes : 0;
+}
+
 std::optional<HttpResponse> answer_to_read_error(const error_code& ec) {
   if (ec == http::error::body_limit) {
     return error_response(kStatusPayloadTooLarge, "request body is larger than the limit", "body");

@@ -38,6 +38,10 @@ std::optional<HttpResponse> check_header(const RequestParser& parser);
 // Whether the client waits for "100 Continue" before it sends the body.
 bool expects_continue(const RequestParser& parser);
 
+// The most body bytes the request, whose header section `parser` has read, may still buffer:
+// its Content-Length, or max_body_bytes for a chunked body; 0 without a body.
+std::size_t body_bytes_to_read(const RequestParser& parser, const ServerLimits& limits);
+
 // The answer to a read error, after which the connection closes; nullopt when there is no one
 // to answer (the client went away, was silent or too slow, or the socket failed).
 std::optional<HttpResponse> answer_to_read_error(const boost::system::error_code& ec);

@@ -27,6 +27,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace sandglass::daemon {
@@ -62,6 +63,21 @@ class HttpServer::Impl {
   bool wait_answered_until(TimePoint deadline);
   void stop();
 
+  // Counts `bytes` of a body about to be read against max_pending_body_bytes: false (and
+  // nothing counted) when they do not fit beside the bodies being read already.
+  bool reserve_body_bytes(std::size_t bytes) {
+    std::size_t now = pending_body_bytes_.load(std::memory_order_relaxed);
+    do {
+      if (bytes > limits_.max_pending_body_bytes - std::min(now, limits_.max_pending_body_bytes)) {
+        return false;
+      }
+    } while (!pending_body_bytes_.compare_exchange_weak(now, now + bytes, std::memory_order_relaxed));
+    return true;
+  }
+  void release_body_bytes(std::size_t bytes) {
+    pending_body_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+  }
+
   // A connection owes an answer from its start until it closes or lingers after its last one.
   void owing_added() { owing_.fetch_add(1, std::memory_order_relaxed); }
   void owing_done();
@@ -78,6 +94,9 @@ class HttpServer::Impl {
   std::atomic<bool> stopping_{false};  // answers close their connection
   std::atomic<std::uint16_t> port_{0};
   std::atomic<std::size_t> owing_{0};  // connections that owe an answer (not lingering)
+  // Body bytes that requests being read may still buffer, all connections together (a count
+  // only: relaxed).
+  std::atomic<std::size_t> pending_body_bytes_{0};
   std::mutex owing_mu_;                // with owing_cv_: wait_answered_until sleeps on it
   std::condition_variable owing_cv_;
   std::mutex sessions_mu_;
@@ -107,6 +126,7 @@ class Session : public std::enable_shared_from_this<Session> {
     server_.owing_added();
   }
   ~Session() {
+    server_.release_body_bytes(std::exchange(body_reserved_, 0));
     if (registered_) server_.remove_session(*registered_);
     if (!lingering_) server_.owing_done();
     server_.connections_.fetch_sub(1, std::memory_order_relaxed);
@@ -173,6 +193,18 @@ class Session : public std::enable_shared_from_this<Session> {
     Api::Intake intake = server_.api_.intake(head_, Clock::now());
     if (intake.answer) return answer_head_and_close(std::move(*intake.answer));
     budget_spent_at_ = intake.budget_spent_at;
+    // Bodies buffered at once are bounded in total, whatever each connection may send.
+    const std::size_t body_bytes = body_bytes_to_read(*parser_, server_.limits_);
+    if (body_bytes > 0) {
+      if (!server_.reserve_body_bytes(body_bytes)) {
+        HttpResponse busy = error_response(
+            kStatusServiceUnavailable,
+            "too many request bodies are being read at once (server.max_pending_body_bytes)", "body");
+        busy.headers.emplace_back("Retry-After", "1");
+        return answer_head_and_close(std::move(busy));
+      }
+      body_reserved_ = body_bytes;
+    }
     if (expects_continue(*parser_)) {
       asio::async_write(stream_, asio::buffer(kContinue.data(), kContinue.size()),
                         [self = shared_from_this()](error_code wec, std::size_t) {
@@ -200,6 +232,7 @@ class Session : public std::enable_shared_from_this<Session> {
     http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](error_code ec, std::size_t) {
                        self->reading_body_ = false;
+                       self->server_.release_body_bytes(std::exchange(self->body_reserved_, 0));
                        self->budget_timer_.cancel();
                        self->on_request(ec);
                      });
@@ -356,6 +389,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<TimePoint> budget_spent_at_;  // a job request: when its budget is spent
   asio::steady_timer budget_timer_{stream_.get_executor()};  // fires at budget_spent_at_
   bool reading_body_ = false;
+  std::size_t body_reserved_ = 0;  // counted in the server's pending body bytes until read
   bool budget_spent_ = false;  // the timer cancelled the body's read
   std::optional<Response> response_;
   Api::ClientGone client_gone_;  // tells the API when the client leaves while it waits

@@ -10,6 +10,7 @@ constexpr HttpStatus kOk{200};
 constexpr HttpStatus kFailed{500};
 constexpr HttpStatus kTryLater{kStatusServiceUnavailable, true};
 constexpr HttpStatus kOutOfTime{504};
+constexpr HttpStatus kBadInput{kStatusBadRequest};
 constexpr HttpStatus kCallerGone{kStatusClientClosedRequest};
 
 // Indexed by State (state_of(reason), the one table of states in outcome.hpp). Cancelled
@@ -33,6 +34,8 @@ std::optional<HttpStatus> by_reason(Reason reason) noexcept {
       return kOutOfTime;
     case Reason::breaker_open:
       return kTryLater;
+    case Reason::invalid_input:
+      return kBadInput;
     default:
       return std::nullopt;
   }

@@ -6,6 +6,7 @@
 //   failed (handler_error, node_lost)                           500
 //     deadline_exceeded_before_dispatch, retry_skipped_budget   504
 //     breaker_open                                              503 + Retry-After
+//     invalid_input (a value refused where it was used)         400
 //   rejected (queue_full, deadline_implausible, shed,
 //            shutting_down)                                     503 + Retry-After
 //     budget_too_small (also a request whose budget was spent

@@ -70,7 +70,9 @@ class Cancelled : public std::exception {
 
 // Thrown by a handler to fail with a specific reason instead of `handler_error`, e.g.
 // `deadline_exceeded_before_dispatch` or `breaker_open` when it gave up on a dependency. The
-// outcome is `failed` with that reason and `what()` as its error.
+// outcome is `failed` with that reason and `what()` as its error. The reason must be one whose
+// state is `failed` (outcome.hpp): any other is a programming error, and the outcome is then
+// `failed`, `handler_error`, with an error that names the reason.
 class JobFailed : public std::runtime_error {
  public:
   JobFailed(Reason reason, const std::string& message)

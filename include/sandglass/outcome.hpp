@@ -15,6 +15,8 @@
 //              retry_skipped_budget, breaker_open  (it threw `JobFailed` with that reason)
 //   failed     node_lost                           cluster mode: its node was lost and it could
 //                                                  not run again (see README, "Cluster")
+//   failed     invalid_input                       a value it was given was refused where it
+//                                                  was used (it threw `JobFailed` with it)
 //   rejected   shutting_down, budget_too_small,    never admitted
 //              deadline_implausible, queue_full
 //   rejected   shed                                admitted, then pushed out by a higher class

@@ -34,9 +34,12 @@ enum class Reason : std::uint8_t {
   node_lost,               // failed: in cluster mode, the node running it went silent longer
                            // than the lease, and it could not run again (past its commit
                            // point, asked to cancel, or too little time left)
+  invalid_input,           // failed: a value the job was given was refused where it was used
+                           // (the daemon's sql kind: a parameter PostgreSQL cannot take, SQLSTATE
+                           // class 22); the error names it
 };
 
-inline constexpr std::size_t kReasonCount = static_cast<std::size_t>(Reason::node_lost) + 1;
+inline constexpr std::size_t kReasonCount = static_cast<std::size_t>(Reason::invalid_input) + 1;
 
 // The snake_case name, as used on the wire and in metrics.
 std::string_view to_string(Reason reason) noexcept;

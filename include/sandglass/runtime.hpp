@@ -290,6 +290,10 @@ class Runtime {
   // wait for that code to return.
   void shutdown_until(Deadline drain_deadline);
   void shutdown(Duration drain_timeout) { shutdown_until(Deadline::after(drain_timeout)); }
+  // Cuts a drain short: a `shutdown_until` in progress, or a later one, stops waiting for its
+  // drain deadline and cancels what is left at once (cause `shutdown`), so every job still gets
+  // its outcome. Does not block. Idempotent. (sandglassd calls it on a second SIGTERM.)
+  void end_drain();
   // The first step of a shutdown alone: from its return on, submissions are rejected with
   // `shutting_down`; queued and running jobs go on. Does not block on jobs. Idempotent.
   void stop_admitting();

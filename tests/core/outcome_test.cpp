@@ -31,6 +31,7 @@ TEST_SUITE("Outcome") {
         {Reason::retry_skipped_budget, State::failed},
         {Reason::breaker_open, State::failed},
         {Reason::node_lost, State::failed},
+        {Reason::invalid_input, State::failed},
     };
     static_assert(std::size(rows) == sandglass::kReasonCount, "a row for every reason");
     for (const Row& r : rows) {

@@ -78,3 +78,48 @@ TEST_SUITE("embedded daemon") {
     CHECK(json_of(*answer).at("cause").as_string() == "shutdown");
   }
 }
+
+TEST_SUITE("embedded daemon") {
+  TEST_CASE("a kind that throws JobFailed with a reason that is not a failure fails as handler_error naming it" *
+            doctest::timeout(60)) {
+    DaemonConfig config;
+    config.listen_port = 0;
+    config.runtime.workers = 2;
+    KindRegistry kinds = sandglass::daemon::builtin_kinds(config);
+    kinds.add("give_up", {.prepare = [](const boost::json::object& args) -> sandglass::JobHandler {
+                sandglass::daemon::reject_unknown_keys(args, {"reason"});
+                const std::string name{args.at("reason").as_string()};
+                sandglass::Reason reason = sandglass::Reason::ok;
+                for (auto r : {sandglass::Reason::ok, sandglass::Reason::queue_full,
+                               sandglass::Reason::shed, sandglass::Reason::breaker_open}) {
+                  if (sandglass::to_string(r) == name) reason = r;
+                }
+                return [reason](sandglass::JobContext&) { throw sandglass::JobFailed{reason, "gave up"}; };
+              }});
+    Daemon d{config, std::move(kinds)};
+    d.start();
+
+    for (const char* reason : {"ok", "queue_full", "shed"}) {
+      CAPTURE(reason);
+      const HttpAnswer a =
+          post_job(d.port(), std::string{R"({"kind":"give_up","args":{"reason":")"} + reason + "\"}}");
+      CHECK(a.status == 500);
+      const auto r = json_of(a);
+      CHECK(r.at("state").as_string() == "failed");
+      CHECK(r.at("reason").as_string() == "handler_error");
+      const std::string error{r.at("error").as_string()};
+      CHECK(error.find(std::string{"reason "} + reason + ",") != std::string::npos);
+      CHECK(error.find("gave up") != std::string::npos);
+    }
+    // A failure reason is kept.
+    const auto kept = json_of(post_job(d.port(), R"({"kind":"give_up","args":{"reason":"breaker_open"}})"));
+    CHECK(kept.at("state").as_string() == "failed");
+    CHECK(kept.at("reason").as_string() == "breaker_open");
+    CHECK(kept.at("error").as_string() == "gave up");
+
+    d.request_stop();
+    const sandglass::daemon::DrainSummary s = d.wait();
+    CHECK(s.stats.count(sandglass::Reason::handler_error) == 3);
+    CHECK(s.stats.count(sandglass::Reason::ok) == 0);
+  }
+}

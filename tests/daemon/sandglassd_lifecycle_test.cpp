@@ -58,6 +58,25 @@ std::string stopped_line(const std::string& log) {
   return log.substr(at, log.find('\n', at) - at);
 }
 
+// The drain ended both jobs of `busy`: each client has its shutdown answer, and the daemon exits
+// 0 with a summary that says so.
+void check_both_cancelled_by_shutdown(OneRunningOneQueued& busy) {
+  const auto a = busy.running.read_answer();
+  const auto b = busy.queued.read_answer();
+  REQUIRE(a.has_value());
+  REQUIRE(b.has_value());
+  CHECK(a->status == 503);
+  CHECK(json_of(*a).at("reason").as_string() == "cancelled_while_running");
+  CHECK(json_of(*a).at("cause").as_string() == "shutdown");
+  CHECK(b->status == 503);
+  CHECK(json_of(*b).at("reason").as_string() == "cancelled_in_queue");
+  CHECK(json_of(*b).at("cause").as_string() == "shutdown");
+  CHECK(busy.daemon.wait_exit(std::chrono::seconds{20}) == 0);
+  CHECK(stopped_line(busy.daemon.log()) ==
+        "stopped: submitted=2 completed=0 failed=0 rejected=0 expired=0 cancelled=2 "
+        "drained_in_time=false");
+}
+
 }  // namespace
 
 TEST_SUITE("sandglassd command line") {
@@ -120,20 +139,24 @@ TEST_SUITE("sandglassd drain") {
     DaemonProcess& d = busy.daemon;
 
     d.signal(SIGTERM);
-    const auto a = busy.running.read_answer();
-    const auto b = busy.queued.read_answer();
-    REQUIRE(a.has_value());
-    REQUIRE(b.has_value());
-    CHECK(a->status == 503);
-    CHECK(json_of(*a).at("reason").as_string() == "cancelled_while_running");
-    CHECK(json_of(*a).at("cause").as_string() == "shutdown");
-    CHECK(b->status == 503);
-    CHECK(json_of(*b).at("reason").as_string() == "cancelled_in_queue");
-    CHECK(json_of(*b).at("cause").as_string() == "shutdown");
-    CHECK(d.wait_exit(std::chrono::seconds{20}) == 0);
-    CHECK(stopped_line(d.log()) ==
-          "stopped: submitted=2 completed=0 failed=0 rejected=0 expired=0 cancelled=2 "
-          "drained_in_time=false");
+    check_both_cancelled_by_shutdown(busy);
+  }
+
+  TEST_CASE("a second SIGTERM or SIGINT ends the drain at once and every job still gets its shutdown answer" *
+            doctest::timeout(60)) {
+    for (const int second : {SIGTERM, SIGINT}) {
+      CAPTURE(second);
+      OneRunningOneQueued busy{{"--drain-timeout-ms", "600000"}, R"({"kind":"sleep","args":{"ms":20000}})"};
+      DaemonProcess& d = busy.daemon;
+
+      d.signal(SIGINT);
+      // The first signal was taken (the drain began) before the second is sent: two pending
+      // signals of one number would be one.
+      REQUIRE(eventually([&] { return http(d.port(), "GET", "/readyz").status == 503; }));
+      d.signal(second);
+      check_both_cancelled_by_shutdown(busy);
+      CHECK(d.log().find("ending the drain now") != std::string::npos);
+    }
   }
 }
 

@@ -341,6 +341,33 @@ TEST_SUITE("sandglassd sql") {
           "query \"sleep\" takes 1 parameter, got 0");
   }
 
+  TEST_CASE("a value PostgreSQL refuses as a parameter is answered 400 naming the parameter" *
+            doctest::timeout(60)) {
+    PostgresServer& pg = shared_server();
+    const auto d = sql_daemon(pg.port(), 1);
+    // Refused while binding: the server names the parameter.
+    const HttpAnswer a = post_job(d->port(), sql_job("types", R"(["a","abc",true,"n"])"));
+    CHECK(a.status == 400);
+    const object r = json_of(a);
+    CHECK(r.at("state").as_string() == "failed");
+    CHECK(r.at("reason").as_string() == "invalid_input");
+    CHECK(result_of(r).at("field").as_string() == "args.params[1]");
+    CHECK(result_of(r).at("sqlstate").as_string() == "22P02");
+    CHECK(std::string{r.at("error").as_string()}.starts_with("args.params[1]: "));
+    const HttpAnswer number = post_job(d->port(), sql_job("series", R"(["12x"])"));
+    CHECK(number.status == 400);
+    CHECK(result_of(json_of(number)).at("field").as_string() == "args.params[0]");
+    // A data exception the server ties to no parameter may come from the tables: it stays a
+    // failed statement.
+    const HttpAnswer divide = post_job(d->port(), sql_job("divide", "[0]"));
+    CHECK(divide.status == 500);
+    CHECK(json_of(divide).at("reason").as_string() == "handler_error");
+    CHECK(result_of(json_of(divide)).at("sqlstate").as_string() == "22012");
+    // The one connection is clean for the next job.
+    const HttpAnswer ok = post_job(d->port(), sql_job("divide", "[2]"));
+    CHECK(ok.status == 200);
+  }
+
   TEST_CASE("a database that is down at start-up fails sql jobs at once while the daemon serves other kinds" *
             doctest::timeout(60)) {
     const std::string config = write_temp_file(

@@ -117,6 +117,18 @@ void record_error(const PGresult* r, StatementReport& report) {
   report.error = message_of(primary != nullptr ? primary : PQresultErrorMessage(r));
   const char* state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
   report.sqlstate = state == nullptr ? "" : state;
+  // A parameter's value the server cannot take as its type is refused while binding, and the
+  // error's context names it: "unnamed portal parameter $2 = '...'" (PostgreSQL 13 and later).
+  const char* context = PQresultErrorField(r, PG_DIAG_CONTEXT);
+  if (context == nullptr) return;
+  const std::string_view text{context};
+  constexpr std::string_view kParameter = "parameter $";
+  const auto at = text.find(kParameter);
+  if (at == std::string_view::npos) return;
+  const std::string_view digits = text.substr(at + kParameter.size());
+  std::size_t number = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), number);
+  if (ec == std::errc{} && end != digits.data() && number >= 1) report.parameter = number - 1;
 }
 
 }  // namespace

@@ -87,6 +87,8 @@ struct StatementReport {
   SqlPhase phase = SqlPhase::statement;  // statement, or commit once COMMIT was sent
   std::string error;
   std::string sqlstate;
+  // With an error: the parameter (0-based) the server says it is about, when it names one.
+  std::optional<std::size_t> parameter;
   boost::json::array columns;                 // column names
   boost::json::array rows;                    // at most max_rows arrays of values
   bool truncated = false;                     // the result had more rows

@@ -30,7 +30,11 @@
 //     connect_timeout_ms (and the budget) when the host drops packets
 //   - COMMIT or ROLLBACK unanswered by the deadline plus cancel_grace_ms: failed, connection
 //     lost (for COMMIT: whether it committed is unknown)
-//   - an error of the statement: failed, with the server's message and "sqlstate"
+//   - an error of the statement: failed, with the server's message and "sqlstate"; a value the
+//     server refuses (SQLSTATE class 22, data exception: "abc" for a numeric parameter) is the
+//     client's when the server names the parameter: failed, invalid_input (400), the result's
+//     "field" naming it ("args.params[1]"); one it ties to no parameter (a division by zero)
+//     stays a failed statement
 #include "daemon/kinds/builtin_kinds.hpp"
 #include "daemon/kinds/configured_estimate_key.hpp"
 #include "daemon/kinds/sql/sql_connection.hpp"
@@ -219,6 +223,17 @@ class SqlJob {
     }
     result_["error"] = report.error;
     result_["sqlstate"] = report.sqlstate;
+    if (report.sqlstate.starts_with("22") && report.phase == SqlPhase::statement &&
+        report.parameter && *report.parameter < query_.config.params) {
+      // Data exception in a parameter the client sent, which the server refused as its type
+      // (text for a number, a malformed date, ...): the client's input, 400 naming it. A data
+      // exception the server does not tie to a parameter (a division by zero in the query)
+      // may come from the tables as well: it stays a failed statement.
+      const std::string field = "args.params[" + std::to_string(*report.parameter) + "]";
+      result_["field"] = field;
+      end(report.phase);
+      throw JobFailed{Reason::invalid_input, field + ": " + report.error};
+    }
     end(report.phase);
     throw std::runtime_error{"query " + query_.name + " failed" +
                              (report.phase == SqlPhase::commit ? " at COMMIT: " : ": ") + report.error};

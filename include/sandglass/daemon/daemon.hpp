@@ -12,7 +12,7 @@
 // queued and running jobs go on until the drain timeout, then are cancelled (cause
 // `shutdown`); every waiting client gets its terminal answer; then the server closes.
 //
-// Thread safety: `request_stop`, `port`, `draining` and `runtime` may be called from any thread;
+// Thread safety: `request_stop`, `end_drain`, `port`, `draining` and `runtime` may be called from any thread;
 // `start` and `wait` from one thread, once each.
 #pragma once
 
@@ -49,6 +49,11 @@ class Daemon {
 
   // Begins the graceful drain. Returns at once; idempotent.
   void request_stop();
+  // Ends the drain at once (begun first if it was not): the jobs still queued or running are
+  // cancelled now (cause `shutdown`), each with its outcome and its waiting client's answer; the
+  // summary's drained_in_time is false. Returns at once; idempotent. (sandglassd: a second
+  // SIGTERM or SIGINT.)
+  void end_drain();
   bool draining() const noexcept;
   // Blocks until the drain has finished and the server has closed.
   DrainSummary wait();

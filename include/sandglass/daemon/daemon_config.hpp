@@ -49,6 +49,11 @@ struct ServerLimits {
   std::chrono::milliseconds idle_timeout{60'000};   // a keep-alive connection with no request
   std::size_t max_json_depth = 32;              // deeper request bodies: 400
   std::chrono::milliseconds max_delay{3'600'000};  // a longer delay_ms: 400 naming it
+  std::size_t max_batch = 1000;                 // jobs in one POST /v1/jobs/batch; more: 400
+  // Bodies being read at once, all connections together (each counts its Content-Length, or
+  // max_body_bytes when chunked, from its header section until its body is read); a request
+  // that would pass this: 503.
+  std::size_t max_pending_body_bytes = 64 << 20;
 };
 
 // How long terminal job records stay queryable with GET /v1/jobs/{id}.

@@ -196,6 +196,17 @@ TEST_SUITE("DaemonConfig") {
     CHECK(parse_config("[runtime]\nestimate_quantile = 1\n").runtime.estimate_quantile == 1.0);
   }
 
+  TEST_CASE("the batch and pending body limits are read from [server] and must be positive") {
+    const auto config =
+        parse_config("[server]\nmax_batch = 7\nmax_pending_body_bytes = 4096\n");
+    CHECK(config.limits.max_batch == 7);
+    CHECK(config.limits.max_pending_body_bytes == 4096);
+    CHECK(parse_config("").limits.max_batch == 1000);
+    CHECK(parse_config("").limits.max_pending_body_bytes == std::size_t{64} << 20);
+    CHECK(parse_error("[server]\nmax_batch = 0\n").key == "server.max_batch");
+    CHECK(parse_error("[server]\nmax_pending_body_bytes = 0\n").key == "server.max_pending_body_bytes");
+  }
+
   TEST_CASE("an unknown key is an error naming its dotted key") {
     SUBCASE("in a section") {
       const Thrown e = parse_error("[server]\nlisten_on = \"127.0.0.1:1\"\n");
@@ -203,7 +214,7 @@ TEST_SUITE("DaemonConfig") {
       CHECK(e.what ==
             "server.listen_on: unknown key; known keys here: listen, io_threads, max_body_bytes, "
             "max_header_bytes, max_connections, read_timeout_ms, write_timeout_ms, "
-            "idle_timeout_ms, max_json_depth, auth_token_file, max_delay_ms");
+            "idle_timeout_ms, max_json_depth, max_batch, max_pending_body_bytes, auth_token_file, max_delay_ms");
     }
     SUBCASE("at the top level") {
       const Thrown e = parse_error("workers = 4\n");

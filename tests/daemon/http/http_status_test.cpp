@@ -66,6 +66,8 @@ TEST_SUITE("http status table") {
           return 504;
         case Reason::breaker_open:
           return 503;
+        case Reason::invalid_input:
+          return 400;
         default:
           return 0;
       }
