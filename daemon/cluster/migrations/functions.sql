@@ -16,6 +16,7 @@
 --   7170734562315111682  one sweeper at a time (sandglass_sweep, try-lock)
 --   7170734562315111683  hungry nodes' wake-ups ("Hungry nodes")
 --   7170734562315111684  admission of a batch ("Admission and intake")
+--   7170734562315111685  one forgetter at a time (sandglass_forget, try-lock)
 -- A submission takes 684 first, then job rows, then 683 shared, then its counter rows. A claim
 -- locks its job rows with SKIP LOCKED, then may take 683 exclusively, then its hunger row and
 -- its counter rows.
@@ -356,8 +357,7 @@ END $$;
 -- row; the rows it locks after it (its new rows, its counters) are ones the claim holding the
 -- lock cannot hold.
 --
--- Idle claims. A hungry node claims every poll_ms, and a claim walks the queue in claim order
--- past every queued job of the kinds it does not serve. So a hungry node's claim first asks
+-- Idle claims. A hungry node claims every poll_ms. Its claim first asks
 -- sandglass_nothing_to_claim, a few index descents, and returns at once when there is no queued
 -- job of its kinds and no expired head to retire. The answer is as good as the walk's: a job it
 -- misses was not committed when it looked, and its submission either saw the node hungry (it
@@ -398,8 +398,9 @@ END $$;
 --
 -- Functions a node runs per job use one plan per session (plan_cache_mode =
 -- force_generic_plan; a function's SET holds for the functions it calls too). Each generic plan
--- was read with EXPLAIN: the head is an index scan in claim order, rows named by id are
--- primary-key lookups (= ANY), the counters are a few rows. Outcomes and commit marks test the
+-- was read with EXPLAIN: the claim's candidates are index scans in claim order per kind
+-- (sandglass_jobs_claim) and per class (sandglass_jobs_queue), rows named by id are primary-key
+-- lookups, the counters are a few rows. Outcomes and commit marks test the
 -- owner and the state with IS NOT DISTINCT FROM, which no index serves (neither is NULL on a
 -- running row: the same test as =): with a queue table's stale statistics the planner would
 -- otherwise walk the index of running rows by owner, which holds an entry for every job the
@@ -472,9 +473,12 @@ BEGIN
   v_claim := array_fill(false, ARRAY[cardinality(v_new)]);
   -- Only while this node's own row is fresh: a node past its lease may be swept meanwhile.
   IF p_claim > 0 AND cardinality(v_new) > 0 AND sandglass_holds_lease(p_owner, v_now) THEN
-    SELECT j.priority, j.deadline INTO v_head_pr, v_head_dl FROM sandglass_jobs j
-     WHERE j.state = 'queued' AND j.kind = ANY (p_served) AND j.deadline > v_now
-     ORDER BY j.priority, j.deadline LIMIT 1;
+    SELECT h.priority, h.deadline INTO v_head_pr, v_head_dl
+      FROM unnest(p_served) AS k(name) CROSS JOIN LATERAL
+           (SELECT j.priority, j.deadline FROM sandglass_jobs j
+             WHERE j.state = 'queued' AND j.kind = k.name AND j.deadline > v_now
+             ORDER BY j.priority, j.deadline LIMIT 1) h
+     ORDER BY h.priority, h.deadline LIMIT 1;
     FOR c IN
       SELECT u.n AS n FROM unnest(v_new) WITH ORDINALITY AS u(o, n)
        WHERE p_kinds[u.o] = ANY (p_served)
@@ -520,13 +524,14 @@ BEGIN
       FROM unnest(v_ord, v_res_ids, v_verdicts) AS r(o, id, v);
 END $$;
 
--- The claim rule. Walks the queue in claim order (class, then deadline) with SKIP LOCKED, so
+-- The claim rule. Takes the queue in claim order (class, then deadline) with SKIP LOCKED, so
 -- claimers never wait for each other, and for each row: past its deadline -> ended
 -- expired_in_queue (any kind: someone must); less time left than the kind's tail estimate ->
 -- ended too_late_to_start; else claimed, with attempt + 1 (the fencing token) and the time it
 -- has left by this clock. Rows of kinds this node does not serve are never locked (unless
 -- expired). It locks no more rows than it claims or retires, so concurrent claimers skip only
--- what is really taken. The head is locked by one statement and claimed or retired by a second
+-- what is really taken. It reads the queue per kind it serves and per class for expired rows
+-- (candidates), locks the head among them by one statement and claims or retires it by a second
 -- that names the ids. With p_limit 0 it only retires expired heads (the maintenance pass). A
 -- claimer that does not hold its lease claims nothing; a hungry node's claim that would find
 -- nothing returns at once; a short claim turns the node hungry and looks once more ("Hungry
@@ -540,7 +545,7 @@ LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
   r record; v_now timestamptz := clock_timestamp(); v_claimed integer := 0;
   v_retired integer := 0; v_seen integer; v_want integer;
-  v_ids bigint[]; v_take boolean[]; v_left bigint[];
+  v_ids bigint[]; v_take boolean[]; v_left bigint[]; v_cands bigint[]; v_passed bigint[] := '{}';
   v_dec bigint[] := ARRAY[0, 0, 0, 0]; v_decw bigint[] := ARRAY[0, 0, 0, 0];
   v_ended bigint[] := '{}'; v_ended_kinds text[] := '{}';
   v_hungry boolean; v_looked_again boolean := false;
@@ -555,30 +560,52 @@ BEGIN
   LOOP  -- a second pass only after this node became hungry (below)
   LOOP
     v_want := CASE WHEN p_limit = 0 THEN 256 ELSE p_limit - v_claimed END;
-    -- The head, locked: claim order, SKIP LOCKED, no more rows than wanted.
-    IF p_limit = 0 THEN
-      SELECT array_agg(h.id), array_agg(false), array_agg(h.left_us)
-        INTO v_ids, v_take, v_left
-        FROM (SELECT j.id, floor(extract(epoch FROM (j.deadline - v_now)) * 1000000)::bigint AS left_us
-                FROM sandglass_jobs j
-               WHERE j.state = 'queued' AND j.deadline <= v_now
-               ORDER BY j.priority, j.deadline
-               LIMIT v_want
-                 FOR UPDATE SKIP LOCKED) h;
-    ELSE
-      SELECT array_agg(h.id),
-             array_agg(h.left_us > 0 AND h.left_us >= coalesce(p_tail_us[array_position(p_kinds, h.kind)], 0)),
-             array_agg(h.left_us)
-        INTO v_ids, v_take, v_left
-        FROM (SELECT j.id, j.kind, floor(extract(epoch FROM (j.deadline - v_now)) * 1000000)::bigint AS left_us
-                FROM sandglass_jobs j
-               WHERE j.state = 'queued' AND (j.kind = ANY (p_kinds) OR j.deadline <= v_now)
-               ORDER BY j.priority, j.deadline
-               LIMIT v_want
-                 FOR UPDATE SKIP LOCKED) h;
-    END IF;
+    -- Candidates, read without locks: per served kind its first v_want queued rows in claim
+    -- order (the index sandglass_jobs_claim), per class its first v_want expired rows (the
+    -- index sandglass_jobs_queue). The first v_want rows of the claim order are among them, and
+    -- no row of a kind this node does not serve is read unless it has expired. A limit of 0
+    -- looks for expired rows only.
+    SELECT coalesce(array_agg(c.id ORDER BY c.pr, c.dl), '{}') INTO v_cands
+      FROM (SELECT DISTINCT u.id, u.pr, u.dl
+              FROM (SELECT p.id, p.pr, p.dl
+                      FROM unnest(CASE WHEN p_limit = 0 THEN '{}'::text[] ELSE p_kinds END) AS k(name)
+                     CROSS JOIN LATERAL
+                           (SELECT j.id, j.priority AS pr, j.deadline AS dl FROM sandglass_jobs j
+                             WHERE j.state = 'queued' AND j.kind = k.name
+                               AND NOT (j.id = ANY (v_passed))
+                             ORDER BY j.priority, j.deadline LIMIT v_want) p
+                    UNION ALL
+                    SELECT e.id, e.pr, e.dl
+                      FROM generate_series(0, 3) AS cl(n)
+                     CROSS JOIN LATERAL
+                           (SELECT j.id, j.priority AS pr, j.deadline AS dl FROM sandglass_jobs j
+                             WHERE j.state = 'queued' AND j.priority = cl.n AND j.deadline <= v_now
+                               AND NOT (j.id = ANY (v_passed))
+                             ORDER BY j.deadline LIMIT v_want) e) u) c;
+    -- The head: of the candidates, in claim order, the first v_want that no other claimer
+    -- holds, locked (SKIP LOCKED: claimers never wait for each other). Ordered by the
+    -- candidates' position, so that the rows are looked up by id and no index of the queue is
+    -- walked.
+    SELECT array_agg(h.id),
+           array_agg(p_limit > 0 AND h.left_us > 0
+                     AND h.left_us >= coalesce(p_tail_us[array_position(p_kinds, h.kind)], 0)),
+           array_agg(h.left_us)
+      INTO v_ids, v_take, v_left
+      FROM (SELECT j.id, j.kind, floor(extract(epoch FROM (j.deadline - v_now)) * 1000000)::bigint AS left_us
+              FROM unnest(v_cands) WITH ORDINALITY AS c(id, n)
+              JOIN sandglass_jobs j ON j.id = c.id
+             WHERE j.state = 'queued'
+             ORDER BY c.n
+             LIMIT v_want
+               FOR UPDATE OF j SKIP LOCKED) h;
     v_seen := coalesce(cardinality(v_ids), 0);
-    EXIT WHEN v_seen = 0;
+    -- Fewer than wanted: every candidate was looked at, and those not taken (another claimer
+    -- holds them, or they left the queue) are not read again by this call.
+    IF v_seen < v_want AND cardinality(v_cands) > v_seen THEN
+      v_passed := v_passed || ARRAY(SELECT x FROM unnest(v_cands) AS x
+                                     WHERE NOT (x = ANY (coalesce(v_ids, '{}'))));
+    END IF;
+    EXIT WHEN cardinality(v_cands) = 0;
     -- Claimed (attempt + 1, the fencing token) or retired, by id.
     FOR r IN
       UPDATE sandglass_jobs j
@@ -611,8 +638,9 @@ BEGIN
         END IF;
       END IF;
     END LOOP;
-    -- Retired rows left room: look again, unless the queue had no more.
-    EXIT WHEN p_limit = 0 OR v_claimed >= p_limit OR v_seen < v_want;
+    -- Retired rows left room, or candidates were passed over: look again, unless the queue had
+    -- no more (every candidate was taken, fewer than wanted).
+    EXIT WHEN p_limit = 0 OR v_claimed >= p_limit OR (v_seen < v_want AND cardinality(v_cands) = v_seen);
   END LOOP;
     -- Hungry or not ("Hungry nodes"). A limit of 0 (expired heads only) says nothing.
     EXIT WHEN p_limit = 0;
@@ -627,8 +655,10 @@ BEGIN
     -- the others until this commits (they then read true). The next pass's snapshot sees the
     -- rows of every one that committed before.
     PERFORM pg_advisory_xact_lock(7170734562315111683);
+    v_now := clock_timestamp();  -- after the wait: a deadline that passed meanwhile has passed
     UPDATE sandglass_hunger h SET hungry = true WHERE h.owner = p_owner;
     v_looked_again := true;
+    v_passed := '{}';
   END LOOP;
   IF v_dec <> ARRAY[0, 0, 0, 0]::bigint[] THEN
     PERFORM sandglass_count_classes(p_node, ARRAY[-v_dec[1], -v_dec[2], -v_dec[3], -v_dec[4]],
@@ -783,8 +813,8 @@ END $$;
 -- longer than its lease (and p_lease_ms) is judged lost, and the running jobs of lost owners
 -- and of owners without a row are taken back (sandglass_take_back). One sweeper at a time; the
 -- others skip. The sessions of the owners judged lost are ended (sandglass_session_name). Rows
--- of nodes silent for an hour are deleted. Returns (requeued, lost) and those owners
--- (lost_owners).
+-- of nodes silent for an hour are deleted, and the counters of names left without a node row
+-- are folded into one row per class. Returns (requeued, lost) and those owners (lost_owners).
 CREATE OR REPLACE FUNCTION sandglass_sweep(p_owner text, p_node text, p_lease_ms bigint, p_kinds text[],
                                 p_tail_us bigint[])
 RETURNS TABLE (requeued integer, lost integer, lost_owners text[]) LANGUAGE plpgsql AS $$
@@ -824,6 +854,20 @@ BEGIN
     END IF;
   END LOOP;
   DELETE FROM sandglass_nodes n WHERE n.heartbeat_at < v_now - interval '1 hour';
+  -- The counters of names no node row has any more, folded into the row of the name '' per
+  -- class, so that admission sums a few rows however many nodes came and went. The sums stay
+  -- exact: each departed row is deleted under its lock with its values moved in the same
+  -- transaction, and a late change under a departed name makes a new row, folded next time.
+  -- Only the sweeper (this function's lock) writes the '' rows; in ascending class.
+  WITH departed AS (
+    DELETE FROM sandglass_counters c
+     WHERE c.node <> '' AND NOT EXISTS (SELECT 1 FROM sandglass_nodes n WHERE n.node = c.node)
+    RETURNING c.priority, c.queued, c.work_us)
+  INSERT INTO sandglass_counters AS c (node, priority, queued, work_us)
+  SELECT '', d.priority, sum(d.queued), sum(d.work_us) FROM departed d GROUP BY d.priority
+   ORDER BY d.priority
+  ON CONFLICT (node, priority) DO UPDATE
+    SET queued = c.queued + EXCLUDED.queued, work_us = c.work_us + EXCLUDED.work_us;
   RETURN NEXT;
 END $$;
 
@@ -875,15 +919,16 @@ END $$;
 -- instant (a later id was created later, up to the few ms between an id's allocation and its
 -- insert: a row missed so goes with a later call), so a call reads the rows it deletes and the
 -- old rows still live or recently finished, never the whole table, and needs no index of its
--- own (an index on finished_at would cost every outcome's write one more insert). Several nodes
--- may call it at once: a row that two calls picked is deleted by one, the other finds it gone
--- (its DELETE re-checks the row).
+-- own (an index on finished_at would cost every outcome's write one more insert). One forgetter
+-- at a time: a call that finds another under way returns 0 at once, rather than walk and wait
+-- for the same oldest rows as the other (every node calls it).
 CREATE OR REPLACE FUNCTION sandglass_forget(p_keep_ms bigint, p_limit integer)
 RETURNS integer LANGUAGE plpgsql SET enable_seqscan = off SET enable_sort = off AS $$
 DECLARE
   v_before timestamptz := clock_timestamp() - p_keep_ms * interval '1 millisecond';
   v_ids bigint[] := '{}'; r record; v_deleted integer;
 BEGIN
+  IF NOT pg_try_advisory_xact_lock(7170734562315111685) THEN RETURN 0; END IF;
   FOR r IN SELECT j.id, j.state, j.created_at, j.finished_at FROM sandglass_jobs j ORDER BY j.id LOOP
     EXIT WHEN r.created_at >= v_before OR cardinality(v_ids) >= p_limit;
     IF r.state = 'done' AND coalesce(r.finished_at, r.created_at) < v_before THEN v_ids := v_ids || r.id; END IF;

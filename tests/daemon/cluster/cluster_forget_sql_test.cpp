@@ -1,7 +1,9 @@
 // sandglass_forget (functions.sql, sandglass_forget) called directly on a real
 // PostgreSQL migrated by `sandglassd --migrate`: it deletes the rows of jobs that finished
 // longer ago than the time kept, never a queued or running one nor one that finished since,
-// at most `limit` of them, oldest first, and stops at the first row created since.
+// at most `limit` of them, oldest first, and stops at the first row created since; one call at
+// a time.
+#include "cluster/held_session.hpp"
 #include "cluster/migrated_db.hpp"
 
 #include <doctest/doctest.h>
@@ -71,6 +73,21 @@ TEST_SUITE("cluster forget sql") {
     CHECK(ids(db.pg) == "2,3");
     db.pg.execute("DELETE FROM sandglass_jobs WHERE id = 2");
     CHECK(db.pg.scalar("SELECT sandglass_forget(5000, 100)") == "1");
+    CHECK(ids(db.pg).empty());
+  }
+
+  TEST_CASE("a call while another is under way returns at once and deletes nothing" *
+            doctest::timeout(120)) {
+    MigratedDb db;
+    for (int id = 1; id <= 3; ++id) add_row(db.pg, id, "done", 100, 90);
+    // Another node's call, open: it holds the forget lock to its commit.
+    HeldSession other{db.pg.conninfo()};
+    other.exec("BEGIN");
+    other.exec("SELECT sandglass_forget(5000, 0)");
+    CHECK(db.pg.scalar("SELECT sandglass_forget(5000, 100)") == "0");
+    CHECK(ids(db.pg) == "1,2,3");
+    other.exec("COMMIT");
+    CHECK(db.pg.scalar("SELECT sandglass_forget(5000, 100)") == "3");
     CHECK(ids(db.pg).empty());
   }
 }

@@ -29,6 +29,12 @@ class HeldSession {
     const ExecStatusType s = PQresultStatus(r.get());
     if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) throw std::runtime_error{PQerrorMessage(conn_.get())};
   }
+  // The first value of `sql`'s first row ("" when none). Blocks. Throws as `exec`.
+  std::string scalar(const std::string& sql) {
+    const std::unique_ptr<PGresult, void (*)(PGresult*)> r{PQexec(conn_.get(), sql.c_str()), PQclear};
+    if (PQresultStatus(r.get()) != PGRES_TUPLES_OK) throw std::runtime_error{PQerrorMessage(conn_.get())};
+    return PQntuples(r.get()) > 0 ? std::string{PQgetvalue(r.get(), 0, 0)} : std::string{};
+  }
 
  private:
   std::unique_ptr<PGconn, void (*)(PGconn*)> conn_;
