@@ -140,12 +140,16 @@ void ClusterNode::Impl::wait_for_row(PgSession& db, JobId id, const Respond& res
                                      std::optional<Duration> past_deadline,
                                      std::function<HttpResponse(const Record&)> answer_from_row,
                                      bool cancel_first) {
-  // Marked awaited first: an outcome written after that commit is announced, and one written
-  // before it is in the row read below; a NOTIFY the listener handles before the waiter is
-  // added finds it among the recent outcomes (Waiters::add).
-  db.exec("SELECT sandglass_await(ARRAY[$1]::bigint[])", {std::to_string(id)});
   if (cancel_first) db.exec("SELECT sandglass_cancel($1, $2)", {node_, std::to_string(id)});
-  const std::vector<Record> found = fetch_records(db, {id});
+  std::vector<Record> found = fetch_records(db, {id});
+  if (!found.empty() && !found.front().terminal) {
+    // Not over: marked awaited, then read again. An outcome written after that commit is
+    // announced, one written before it is in the second read; a NOTIFY the listener handles
+    // before the waiter is added finds it among the recent outcomes (Waiters::add). A job over
+    // at the first read is never marked: its outcome was not announced for nobody.
+    db.exec("SELECT sandglass_await(ARRAY[$1]::bigint[])", {std::to_string(id)});
+    found = fetch_records(db, {id});
+  }
   if (found.empty()) {
     respond(json_error(kStatusNotFound, "no such job", "id"));
     return;
