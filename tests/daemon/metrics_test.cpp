@@ -314,7 +314,7 @@ TEST_SUITE("DaemonMetrics") {
     CHECK(text.find("987654321") == std::string::npos);
 
     const std::set<std::string> allowed = {"kind", "priority", "state", "reason", "cause", "code",
-                                           "le"};
+                                           "le", "of"};
     std::set<std::string> seen;
     std::istringstream lines{text};
     for (std::string line; std::getline(lines, line);) {

@@ -156,7 +156,7 @@ TEST_SUITE("sandglassd listing and stats") {
     REQUIRE(post_job(d.port(), R"({"kind":"spin","args":{"ms":2}})").status == 200);
     REQUIRE(post_job(d.port(), R"({"kind":"sleep","args":{"ms":0},"timeout_ms":5})").status == 504);
     // Late: spin ignores nothing, but a sleep with commit_at_ms 0 runs on past its deadline.
-    REQUIRE(post_job(d.port(), R"({"kind":"sleep","args":{"ms":300,"commit_at_ms":0},"timeout_ms":100})")
+    REQUIRE(post_job(d.port(), R"({"kind":"sleep","expected_ms":1,"args":{"ms":300,"commit_at_ms":0},"timeout_ms":100})")
                 .status == 200);
     // Says it is short (expected_ms), so that admission takes it and the jobs behind it.
     const std::uint64_t cancelled =
