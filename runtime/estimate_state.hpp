@@ -90,7 +90,7 @@ class EstimateState : public JobOrigin {
   const std::string kind_;  // the kind of the job that first used the key
   // How long past due a submitter leaves aging to the workers. Read under estimator_mu_ only:
   // submitters read age_overdue_ns_, on the figures' line (a read of this one, beside the
-  // mutex every run takes, cost 3-5 % of the hand-off's rate; bench/results/handoff-stop32.txt).
+  // mutex every run takes, cost 3-5 % of the hand-off's rate, measured with sandglass-handoff-bench).
   const Duration age_grace_;
   std::mutex estimator_mu_;
   ServiceTimeEstimator estimator_;  // guarded by estimator_mu_

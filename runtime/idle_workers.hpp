@@ -20,7 +20,7 @@
 // core, where the VM wakes a halted virtual CPU: 28-70 us, the whole of the p99. With the
 // preference, over 9 alternated rounds, the share that stayed was 0.975-0.998 (mean 0.989)
 // against 0.953-0.988 (0.980) without, and the p99 fell below 25 us in 3 rounds of 9 (without:
-// none; bench/README.md, "eleventh part").
+// none, measured with sandglass-handoff-bench).
 //
 // Standing by (RuntimeCore, "Tiny jobs"): a worker that is not needed while another drains a
 // run of tiny jobs sleeps unmarked, so that submitters never wake it, for at most a while:

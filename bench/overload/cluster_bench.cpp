@@ -362,8 +362,8 @@ class PgConn {
 // session's first call plans every statement of the functions: tens of ms, once per
 // connection, which a node pays once per connection too); then it arrives at `ready` and
 // waits for `go`, after which `start` is set.
-// `awaited_schema`: the database has 008_awaited_outcomes.sql; a sandglassd from before it
-// (an A/B against an older build) migrated it to 007, whose exchange announced every outcome.
+// `awaited_schema`: the database's exchange announces only awaited outcomes (functions.sql,
+// "Announced outcomes"); false for an A/B against a build whose exchange announced every one.
 constexpr std::size_t kWarmup = 2;
 
 std::vector<double> run_claimer(const std::string& conninfo, std::size_t k, std::size_t batch,
@@ -527,11 +527,11 @@ std::string exchange_floor(Cluster& c, std::size_t claimers, std::size_t stateme
 }
 
 // The cluster's nodes stopped (SIGSTOP) for the object's life, then continued. An idle node
-// claims every poll_ms; before 009_hungry_nodes.sql a claim of the kinds it serves walked the
-// whole queue in claim order when none of them was queued: over the claims step's claimbench
-// rows, about 25 ms of server CPU a time (measured, 54,000 rows), three nodes every 50 ms. An
-// idle (hungry) node of 009 looks with a few index descents instead, but the claims step still
-// measures the claimers' statements alone (and compares with older builds).
+// claims every poll_ms. A hungry node looks for the kinds it serves with a few index descents
+// (functions.sql, "Hungry nodes"), so it costs the server little; still, the claims step
+// measures the claimers' statements alone, with nothing else claiming beside them: the
+// claims step's claimbench rows (54,000) are never read by a node that does not serve their
+// kind, and the figures are the claimers' own.
 class PausedNodes {
  public:
   explicit PausedNodes(Cluster& c) : c_{c} {

@@ -236,7 +236,7 @@ struct Cluster {
         // a cluster node learns from every node's outcomes, ~240/s here, so 128 samples are
         // half a second of them and their 0.99 quantile is about the second largest; cut jobs
         // (wasted work) follow its dips. 1024 samples kept up to 3 s: about 700 (measured in
-        // bench/results/cluster-claim-ahead.txt).
+        // the claim-ahead measurement).
         "estimate_window = 1024\nestimate_max_age_ms = 3000\n"
         "[log]\nlevel = \"warn\"\n"
         // The answer's way home crosses the database (a batch write, a NOTIFY, a read of the

@@ -69,7 +69,7 @@ class LiveStats {
   Histogram budget_, remaining_at_start_, remaining_at_end_;  // guarded by mu_
 };
 
-// Everything GET /v1/stats shows (see the README's "Status page and stats"): the runtime's
+// Everything GET /v1/stats shows (see docs/daemon.md, "Status page, job listing and stats"): the runtime's
 // counters and capacity, the live jobs by kind (from `live`, views of the records' live jobs),
 // the last minute's outcomes and the last five minutes per second, histograms, the runtime's
 // estimates, bulkheads, and what the kinds' own metrics say of breakers and SQL pools.

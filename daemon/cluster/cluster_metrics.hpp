@@ -1,5 +1,5 @@
 // cluster_metrics.hpp (private) — `ClusterMetrics`, the Prometheus series of one cluster node
-// (README, "Cluster": claims, claimed jobs, claim latency and batch size, jobs retired at claim,
+// (docs/cluster.md, "Metrics": claims, claimed jobs, claim latency and batch size, jobs retired at claim,
 // stale outcomes, jobs taken back from lost nodes or lost claim answers, notify lag, database errors,
 // finished records forgotten, commit points recorded, runs cancelled by fencing).
 //

@@ -101,7 +101,7 @@ PgSession PgSession::open(const std::string& conninfo, const SessionTimeouts& ti
   // The server's synchronous_commit holds (durable by default). Turning it off was not
   // harmless: a database crash could lose an outcome already answered to its waiter (the job
   // then runs again), a written commit point (a committed job could run twice) or an admitted
-  // job whose id was answered. An operator who accepts that sets it for the role (README).
+  // job whose id was answered. An operator who accepts that sets it for the role (docs/cluster.md).
   PgSession session{conn, std::move(server)};
   const PgRows self = session.exec(
       "SELECT backend_start::text FROM pg_stat_activity WHERE pid = pg_backend_pid()", {});

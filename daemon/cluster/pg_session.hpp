@@ -101,7 +101,7 @@ class PgSession {
   // more round trip) and then run by name, so the server parses, analyses and plans it once per
   // session instead of once per call: in the claims step 8 claimers in a closed loop went from
   // p50 3.1-3.4 to 2.7-3.0 ms and from 15,900-17,600 to 18,500-21,000 jobs/s (three alternated
-  // pairs, bench/results/cluster-prepared-stop35.txt). The server then plans it as it plans every
+  // pairs, as measured with the cluster bench). The server then plans it as it plans every
   // prepared statement (custom plans first, a generic one when that costs no more). Up to
   // kMaxPrepared texts; any beyond run unprepared. A statement the server no longer knows or
   // whose cached plan it refuses (a pooler's DISCARD, a function replaced with another result

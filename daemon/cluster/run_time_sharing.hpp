@@ -3,7 +3,7 @@
 // most once per kShareRunTimes. An isolated outcome is therefore always announced; under a high
 // rate, one exchange per interval is (a sample), and between them only the outcomes someone waits
 // for. Each announcing commit takes PostgreSQL's one NOTIFY lock, which serializes the commits of
-// all nodes (bench/results/cluster-notify-lock.txt).
+// all nodes (PostgreSQL serialises NOTIFYing commits).
 //
 //   RunTimeSharing sharing;
 //   const bool share = !outcomes.empty() && sharing.due(asked);   // sandglass_finish_claim's

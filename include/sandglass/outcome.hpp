@@ -14,7 +14,7 @@
 //   failed     deadline_exceeded_before_dispatch,  the handler gave up on a dependency
 //              retry_skipped_budget, breaker_open  (it threw `JobFailed` with that reason)
 //   failed     node_lost                           cluster mode: its node was lost and it could
-//                                                  not run again (see README, "Cluster")
+//                                                  not run again (see docs/cluster.md)
 //   failed     invalid_input                       a value it was given was refused where it
 //                                                  was used (it threw `JobFailed` with it)
 //   rejected   shutting_down, budget_too_small,    never admitted

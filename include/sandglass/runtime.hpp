@@ -108,7 +108,7 @@ struct RuntimeOptions {
   OverrunCallback on_overrun{};
   // Tiny jobs: while a worker takes jobs whose estimate key's median run time is at most this,
   // one at a time beats several workers taking the queue's lock in turn, and the others stand
-  // by (the README's "Tiny jobs"; at most 200 µs before they look again). Zero: every worker
+  // by (docs/embedding.md, "Tiny jobs"; at most 200 µs before they look again). Zero: every worker
   // always takes from the queue. Must not be negative.
   Duration tiny_job = std::chrono::microseconds{1};
   // The standing-queue rule: while every job the workers started for an interval (ten target

@@ -1,6 +1,6 @@
-// Estimate keys in the daemon (issue 17, finding 2): every exec command had one shared estimate,
-// so a few slow commands made a fast one implausible (503 deadline_implausible) on an idle
-// daemon, and the 503 did not say what was estimated.
+// Estimate keys in the daemon: each exec command has its own estimate, so a few slow commands
+// do not make a fast one implausible (503 deadline_implausible) on an idle daemon, and the 503
+// says what was estimated.
 #include "daemon_test_support.hpp"
 
 #include <doctest/doctest.h>

@@ -177,8 +177,8 @@ TEST_SUITE("sandglassd jobs") {
     CHECK(r.at("reason").as_string() == "cancelled_while_running");
   }
 
-  // Issue 17, finding 4: the DELETE answered 200 with "state":"running", and the submitter,
-  // still connected, got 499 (the code for a client that went away). A queued job ends inside
+  // The DELETE never answers 200 with "state":"running", and the submitter, still connected,
+  // never gets 499 (the code for a client that went away). A queued job ends inside
   // the DELETE, so its answer is always the 200 with the final record; a running one ends at its
   // next checkpoint, which on a loaded machine may come after the DELETE's short wait (202).
   TEST_CASE("a DELETE answers the final record, and the waiting submitter gets 409, not 499" *

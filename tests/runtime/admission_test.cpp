@@ -1,5 +1,5 @@
-// Admission in the Runtime with mixed kinds, classes and budgets: the two failures measured in
-// issue 13 as regression tests, and the runtime's side of each rule (latest useful start,
+// Admission in the Runtime with mixed kinds, classes and budgets: an urgent job behind long
+// ones and a bulkhead's parked jobs, and the runtime's side of each rule (latest useful start,
 // bulkheads that never strand parked jobs, running work in the prediction).
 #include <sandglass/runtime.hpp>
 

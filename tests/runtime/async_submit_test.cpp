@@ -108,10 +108,10 @@ TEST_SUITE("Runtime::async_submit") {
     CHECK(got->cause == CancelCause::caller);
   }
 
-  // Issue 17, finding 1: GCC 12 mis-copies an aggregate temporary written inside a co_await
-  // expression (it destroys a stale bitwise copy): with the old `async_submit(JobSpec spec, ...)`
-  // this form freed the SSO buffer of `kind` ("free(): invalid pointer") or freed a longer
-  // string twice. The spec is now a trivially copyable JobSpecRef, so no copy can go stale.
+  // GCC 12 mis-copies an aggregate temporary written inside a co_await expression (it
+  // destroys a stale bitwise copy): with a JobSpec holding std::strings this form would free
+  // the SSO buffer of `kind` ("free(): invalid pointer") or free a longer string twice. The
+  // spec is a trivially copyable JobSpecRef, so no copy can go stale.
   TEST_CASE("co_await async_submit with a braced JobSpec of designated initializers is safe" *
             doctest::timeout(20)) {
     asio::io_context io;  // outlives the runtime, whose workers post to it

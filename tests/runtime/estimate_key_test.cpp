@@ -1,5 +1,5 @@
-// Estimate keys finer than the kind (issue 17, finding 2): one kind's slow variant no longer
-// makes its fast variant look implausible, and a deadline_implausible rejection says why.
+// Estimate keys finer than the kind: one kind's slow variant does not make its fast variant
+// look implausible, and a deadline_implausible rejection says why.
 #include <sandglass/runtime.hpp>
 
 #include <doctest/doctest.h>

@@ -1,5 +1,5 @@
-// Handlers that own move-only state (issue 17, finding 3: a handler capturing a std::unique_ptr
-// did not compile while JobHandler was a std::function).
+// Handlers that own move-only state: a handler capturing a std::unique_ptr compiles and runs
+// (JobHandler is a MoveOnlyFunction, not a std::function).
 #include <sandglass/runtime.hpp>
 
 #include <doctest/doctest.h>

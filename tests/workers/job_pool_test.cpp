@@ -19,7 +19,7 @@ TEST_SUITE("JobPool") {
 
   TEST_CASE("a job record fits malloc's 256-byte chunk, which has 248 usable bytes") {
     // glibc rounds a request up to a multiple of 16 with 8 bytes of header, so 248 bytes is
-    // the most that costs one 256-byte chunk: issue 14's budget per queued job.
+    // the most that costs one 256-byte chunk: the budget per queued job.
     CHECK(sizeof(Job) <= 248);
   }
 

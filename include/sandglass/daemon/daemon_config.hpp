@@ -39,7 +39,7 @@ class ConfigError : public std::runtime_error {
   std::string key_;
 };
 
-// Limits that keep one client from holding the daemon (see README, "Robustness limits").
+// Limits that keep one client from holding the daemon (docs/operations.md, "Shutdown and limits").
 struct ServerLimits {
   std::size_t max_body_bytes = 1 << 20;         // larger bodies: 413
   std::size_t max_header_bytes = 16 << 10;      // larger header sections: 431
@@ -93,13 +93,13 @@ struct UpstreamConfig {
 };
 
 // The `[cluster]` table: many sandglassd share one deadline-ordered queue in PostgreSQL (see
-// README, "Cluster"). Absent: the daemon works alone.
+// docs/cluster.md). Absent: the daemon works alone.
 struct ClusterConfig {
   std::string conninfo;             // libpq connection string or URI of the shared database
   std::string node;                 // this node's name; empty: the listen address, HOST:PORT
   std::size_t claim_batch = 16;     // most jobs one claim takes (never more than free workers)
   // Claimed jobs a node may hold beyond its workers, waiting in its local queue, while the
-  // cluster's queue has a backlog (README, "Cluster"); 0: none; unset: a quarter of the workers
+  // cluster's queue has a backlog (docs/cluster.md); 0: none; unset: a quarter of the workers
   // (1 to 16), never more than runtime.capacity − runtime.workers.
   std::optional<std::size_t> claim_ahead;
   std::chrono::milliseconds heartbeat{200};  // how often the node says it is alive
