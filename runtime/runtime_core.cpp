@@ -349,9 +349,15 @@ JobRef RuntimeCore::submit_job(JobId id, JobSpec&& spec, JobHandler&& handler,
 }
 
 bool RuntimeCore::cancel(Job& job, CancelCause cause) {
-  // A scheduled job's phase is set before it is visible and never changes.
-  if (job.phase == Job::Phase::scheduled) return schedule_.cancel(job, cause);
   Lock lock{mu_};
+  // A scheduled job's phase is set before it is visible and never changes; it is read under
+  // the lock all the same, since other jobs' phases change under it. The schedule is called
+  // without the runtime's lock (the lock order: the runtime's, then the schedule's, and the
+  // schedule may cancel a running attempt, which takes the runtime's).
+  if (job.phase == Job::Phase::scheduled) {
+    lock.unlock();
+    return schedule_.cancel(job, cause);
+  }
   if (job.phase == Job::Phase::queued) {
     const std::uint64_t spliced = queue_.spliced_total();
     queue_.remove(job);
