@@ -68,12 +68,14 @@ TEST_SUITE("server.auth_token_file") {
       path = "/nonexistent/token";
       expected = "cannot read \"/nonexistent/token\": No such file or directory";
     }
+    // clear() and a built string, not `text = "..."`: GCC 12 at -O3 warns (-Werror=restrict) of
+    // a bogus overlap in that assignment's inlined memcpy.
     SUBCASE("empty") {
-      text = "";
+      text.clear();
       expected = "is empty";
     }
     SUBCASE("only a newline") {
-      text = "\n";
+      text = std::string(1, '\n');
       expected = "is empty";
     }
     SUBCASE("readable by group") {
