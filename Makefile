@@ -14,7 +14,7 @@ DEBUG_INFO ?= -g1
 PACKAGES := g++ cmake ninja-build libboost1.81-dev libboost-json1.81-dev doctest-dev \
             libbenchmark-dev libfmt-dev libspdlog-dev prometheus-cpp-dev \
             libtomlplusplus-dev libcli11-dev prometheus libtbb-dev gnuplot-nox \
-            libpq-dev postgresql ccache dpkg-dev curl chromium
+            libpq-dev postgresql ccache dpkg-dev lintian curl chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: deps configure build test run package bench clean

@@ -5,6 +5,7 @@
 #   lib/systemd/system/sandglassd.service        its unit, ExecStart=PREFIX/bin  component daemon
 #   share/sandglass/sandglassd.toml              the default config              component daemon
 #   share/sandglass/prometheus/                  scrape config and rules         component daemon
+#   share/man/man8/sandglassd.8.gz, man1/...     the manual pages                component daemon
 #   include/sandglass/                           the public headers              component development
 #   lib/libsandglass_*.a                         the layers and the daemon       component development
 #   lib/cmake/sandglass/                         the CMake package               component development
@@ -65,10 +66,34 @@ install(CODE "set(SANDGLASS_UNIT_SOURCE \"${PROJECT_SOURCE_DIR}/deploy/systemd/s
         COMPONENT daemon)
 install(SCRIPT cmake/install_systemd_unit.cmake COMPONENT daemon)
 
+# The manual pages, compressed as Debian wants them (gzip -9n: no name or time stamp inside, so
+# the same page gives the same bytes). The Debian copyright and changelog go with the package.
+set(sandglass_gzipped)
+foreach(page deploy/man/sandglassd.8 deploy/man/sandglass.1 cmake/debian/changelog)
+  get_filename_component(name ${page} NAME)
+  set(gz ${PROJECT_BINARY_DIR}/gzipped/${name}.gz)
+  add_custom_command(OUTPUT ${gz}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/gzipped
+    COMMAND gzip -9n -c ${PROJECT_SOURCE_DIR}/${page} > ${gz}
+    DEPENDS ${PROJECT_SOURCE_DIR}/${page} VERBATIM)
+  list(APPEND sandglass_gzipped ${gz})
+endforeach()
+add_custom_target(sandglass_gzipped_docs ALL DEPENDS ${sandglass_gzipped})
+install(FILES ${PROJECT_BINARY_DIR}/gzipped/sandglassd.8.gz
+        DESTINATION ${CMAKE_INSTALL_MANDIR}/man8 COMPONENT daemon)
+install(FILES ${PROJECT_BINARY_DIR}/gzipped/sandglass.1.gz
+        DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT daemon)
+
 # ---- component debian_config: only in the .deb -------------------------------------------------
 # An absolute destination: /etc, whatever the prefix. Left out of a full `cmake --install`, so
 # installing to a prefix never writes to /etc.
 install(FILES daemon/config/sandglassd.toml DESTINATION /etc/sandglass
         COMPONENT debian_config EXCLUDE_FROM_ALL)
+# What Debian's policy asks of every package: its copyright and, for a native package, its
+# changelog, in /usr/share/doc/PACKAGE.
+install(FILES cmake/debian/copyright DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/sandglassd
+        COMPONENT debian_config EXCLUDE_FROM_ALL)
+install(FILES ${PROJECT_BINARY_DIR}/gzipped/changelog.gz
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/sandglassd COMPONENT debian_config EXCLUDE_FROM_ALL)
 
 include(${PROJECT_SOURCE_DIR}/cmake/package.cmake)

@@ -7,6 +7,8 @@
 #   /etc/sandglass/sandglassd.toml               a conffile: dpkg keeps the operator's edits
 #   /usr/share/sandglass/sandglassd.toml         the default, for reference
 #   /usr/share/sandglass/prometheus/             scrape config and rules
+#   /usr/share/man/man8/sandglassd.8.gz          the manual pages (deploy/man/), and man1/sandglass.1.gz
+#   /usr/share/doc/sandglassd/                   copyright, changelog.gz (cmake/debian/)
 #
 # Depends is computed by dpkg-shlibdeps (dpkg-dev) from the libraries the two binaries link. The
 # headers, static libraries and CMake package (component development) stay out: embedders build
@@ -16,10 +18,12 @@ set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME sandglassd)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_VENDOR "Sandglass")
-set(CPACK_PACKAGE_CONTACT "Sandglass maintainers <sandglass@localhost>")
+# No project address exists yet: .invalid (RFC 2606) says so, and is a well-formed host.
+set(CPACK_PACKAGE_CONTACT "Sandglass maintainers <maintainers@sandglass.invalid>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "deadline-aware job daemon (HTTP/JSON)")
-set(CPACK_PACKAGE_DESCRIPTION "sandglassd runs jobs under one end-to-end time budget each: \
-it refuses work it cannot finish in time, drops work whose deadline passed while queued, and \
+# One line per line of the control file's extended description (at most 80 characters each).
+set(CPACK_PACKAGE_DESCRIPTION "sandglassd runs jobs under one end-to-end time budget each: it refuses work
+it cannot finish in time, drops work whose deadline passed while queued, and
 cancels running work once nobody wants its result.")
 # Install with DESTDIR into the staging folder and CMAKE_INSTALL_PREFIX /usr (CPACK_INSTALL_PREFIX
 # does that under CPACK_SET_DESTDIR): the unit's ExecStart is written from the prefix, and
