@@ -70,6 +70,7 @@ bench:
 	  --benchmark_report_aggregates_only=true | tee bench/results/handoff.txt'
 	bash -o pipefail -c './$(BUILD)/bench/sandglass-overload $(BENCH_FLAGS) \
 	  --json bench/results/overload.json --plot bench/results/overload.svg | tee bench/results/overload.txt'
+	bench/admission_table.sh $(BUILD) bench/results/admission-table.txt
 	bash -o pipefail -c './$(BUILD)/bench/sandglass-overload --soak 60s --sandglassd ./$(BUILD)/daemon/sandglassd \
 	  --json bench/results/soak.json | tee bench/results/soak.txt'
 	bash -o pipefail -c './$(BUILD)/bench/sandglass-overload --cluster 3 --workers 8 \
