@@ -193,7 +193,7 @@ void DeadlineQueue::release(QueueItem& item) noexcept {
   // Only the owner writes released_ (under its exclusion), so a load and a store add to it: no
   // read-modify-write, no full fence. Release order: pairs with the acquire loads of
   // admit_lock_free (claim_lock_free, fits) and size(); whoever sees a release sees what the
-  // owner did before it (the runtime's slot end, see RuntimeCore::start) and, through the
+  // owner did before it (the runtime's slot end, see RuntimeCore::mark_running) and, through the
   // splice that linked the item, the item's reservation. The work first, the place last.
   if (item.counted_ > 0) {
     std::atomic<std::uint64_t>& work = released_work_[index_of(item.priority)];

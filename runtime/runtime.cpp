@@ -32,7 +32,7 @@ Runtime::Runtime(RuntimeOptions options) {
     throw std::invalid_argument{"RuntimeOptions." + error};
   }
   core_ = std::make_unique<detail::RuntimeCore>(std::move(options));
-  core_->start();
+  core_->start_threads();
 }
 
 Runtime::~Runtime() { core_->shutdown_until(Deadline::after(Duration::zero())); }
@@ -142,7 +142,7 @@ JobProgress JobHandle::progress() const noexcept {
   if (!job_) return {};
   JobProgress p{.budget = job_->budget, .enqueued_at = job_->enqueued_at,
                 .deadline = job_->deadline};
-  // Pairs with the release store in RuntimeCore::start: started_at is written before it.
+  // Pairs with the release store in RuntimeCore::mark_running: started_at is written before it.
   if (job_->started_.load(std::memory_order_acquire)) {
     p.started_at = job_->started_at;
     p.worker = job_->worker;

@@ -112,7 +112,7 @@ Load RuntimeCore::load_for(const KindState& ks, TimePoint now) const {
                                       : group / static_cast<Duration::rep>(std::max<std::size_t>(ks.limit, 1))};
 }
 
-void RuntimeCore::start() {
+void RuntimeCore::start_threads() {
   pool_.emplace(options_.workers, *this, options_.budget);
   callbacks_.emplace(1);
 #if defined(__linux__)
@@ -418,7 +418,7 @@ Job* RuntimeCore::next_job(std::size_t worker, Job* finished, Outcome&& outcome)
   }
   worker_jobs_[worker] = nullptr;
   for (;;) {
-    const TimePoint now = Clock::now();  // under the lock: what take() drops and start() stamps
+    const TimePoint now = Clock::now();  // under the lock: what take() drops and mark_running() stamps
     const bool stand_by = may_stand_by && !stop_workers_ && !queue_.empty() &&
                           another_worker_drains(worker, now);
     // A job starts only into a free run slot (jobs that hold no thread keep theirs).
@@ -432,7 +432,7 @@ Job* RuntimeCore::next_job(std::size_t worker, Job* finished, Outcome&& outcome)
     }
     bool wake_timer = false;
     Job* const taken = item != nullptr ? &job_of(item) : nullptr;
-    if (taken != nullptr) start(*taken, now, worker, wake_timer);
+    if (taken != nullptr) mark_running(*taken, now, worker, wake_timer);
     if (taken != nullptr && taken->awaitable() == nullptr) worker_jobs_[worker] = taken;
     // More work than this worker: pass the wake-up on (submitters skip it while one spins).
     // The linked items count, not the reservations (size(), whose line every submitter
@@ -449,7 +449,7 @@ Job* RuntimeCore::next_job(std::size_t worker, Job* finished, Outcome&& outcome)
       --standing_by_count_;
     }
     // Under the lock (the queue's owner side): two plain stores, after the slot's end was
-    // published (see start()).
+    // published (see mark_running()).
     if (taken != nullptr) queue_.release(*taken);
     if (taken != nullptr || finished != nullptr || !dropped_jobs.empty()) {
       // Outcomes are published outside the lock, and before this worker may sleep.
@@ -557,7 +557,7 @@ void RuntimeCore::finish_detached(JobRef job, Outcome&& outcome) noexcept {
   if (--detached_ == 0) drained_.notify_all();
 }
 
-void RuntimeCore::start(Job& job, TimePoint now, std::size_t worker, bool& wake_timer) {
+void RuntimeCore::mark_running(Job& job, TimePoint now, std::size_t worker, bool& wake_timer) {
   // The worker's own slot when free (always, unless jobs that hold no thread took it).
   std::size_t slot = worker < slots_.size() && slots_[worker].job == nullptr ? worker : 0;
   while (slots_[slot].job != nullptr) ++slot;
@@ -1022,7 +1022,7 @@ Duration RuntimeCore::busy_bound(const void* core, TimePoint now) noexcept {
   const auto& self = *static_cast<const RuntimeCore*>(core);
   Duration all{};
   for (std::size_t s = 0; s < self.options_.workers; ++s) {
-    // Read after the queue's work (acquire loads there): see the store in start().
+    // Read after the queue's work (acquire loads there): see the store in mark_running().
     const TimePoint::rep end = self.slot_ends_[s].ns.load(std::memory_order_relaxed);
     if (end == TimePoint::min().time_since_epoch().count()) continue;
     const Duration left = TimePoint{Duration{end}} - now;

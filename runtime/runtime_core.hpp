@@ -25,11 +25,12 @@
 // many workers take from it. When a job estimated tiny runs long, a worker standing by takes
 // over the queue at most 2 × kStandByAtMost after that job started.
 //
-// One timer thread serves every job: it sleeps until the earliest deadline of any queued or
-// running job, or for at most kTimerLongestSleep (100 ms), so that a job whose deadline is
-// further away than that never has to wake it, (for queued jobs with drop_if_cannot_finish, the latest useful start: deadline −
-// the kind's tail estimate), removes queued jobs whose deadline passed (expired_in_queue) or
-// that can no longer finish (too_late_to_start) and signals running ones with cause `deadline`;
+// One timer thread serves every job. It sleeps until the earliest deadline of any queued or
+// running job (for a queued job with drop_if_cannot_finish: its latest useful start, the
+// deadline − the kind's tail estimate), or for at most kTimerLongestSleep (100 ms), so that a job
+// due later than that never has to wake it. Awake, it removes queued jobs whose deadline passed
+// (expired_in_queue) or that can no longer finish (too_late_to_start) and signals running ones
+// with cause `deadline`;
 // with an `on_overrun` callback it also wakes when a cancelled job that still runs becomes
 // overrunning. Submitting or starting a job wakes it only when that job's deadline is earlier
 // than the one it sleeps for. The timer runs no user code: it records the deadline on the job's
@@ -90,7 +91,7 @@ class RuntimeCore final : public JobSource {
   // Starts the worker and timer threads; call once, right after construction. A core not
   // started admits and hands out jobs to whoever calls next_job (a test that plays a worker,
   // with no timer), and shuts down as a started one does.
-  void start();
+  void start_threads();
 
   // Exactly one of `handler` and `awaitable` is set.
   // Takes what it keeps from the arguments (references: the caller's parameters are moved
@@ -159,7 +160,7 @@ class RuntimeCore final : public JobSource {
   // free slot. The caller gives back the job's queue
   // reservation (DeadlineQueue::release) afterwards, with or without mu_.
   // `wake_timer`: as wake_timer_for says.
-  void start(Job& job, TimePoint now, std::size_t worker, bool& wake_timer);
+  void mark_running(Job& job, TimePoint now, std::size_t worker, bool& wake_timer);
   // The running jobs whose overrun is due at `now`, earliest deadline first; requires mu_.
   std::vector<const Job*> overrunning(TimePoint now) const;
   // The bookkeeping when a handler returned: run slot, bulkhead; requires mu_. Moves the
@@ -274,7 +275,7 @@ class RuntimeCore final : public JobSource {
   std::vector<const Job*> worker_jobs_;
   // Each slot's expected_end as published for busy_bound (ns since the clock's epoch; min():
   // free). Written under mu_ before the started job's queue reservation is released (so a
-  // lock-free admission sees the job in the queue or here; see start()); relaxed.
+  // lock-free admission sees the job in the queue or here; see mark_running()); relaxed.
   struct alignas(64) SlotEnd {
     std::atomic<TimePoint::rep> ns{TimePoint::min().time_since_epoch().count()};
   };
