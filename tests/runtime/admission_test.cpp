@@ -5,7 +5,7 @@
 
 #include <doctest/doctest.h>
 
-#include "tests/runtime/run_for.hpp"
+#include "tests/runtime/fixtures.hpp"
 
 #include <latch>
 #include <string>

@@ -5,6 +5,8 @@
 
 #include <doctest/doctest.h>
 
+#include "tests/runtime/fixtures.hpp"
+
 #include <condition_variable>
 #include <latch>
 #include <mutex>
@@ -14,6 +16,7 @@
 #include <vector>
 
 using namespace std::chrono_literals;
+using sandglass::test::Gate;
 using sandglass::CancelCause;
 using sandglass::JobContext;
 using sandglass::JobHandle;
@@ -56,18 +59,6 @@ struct Reports {
   std::vector<Overrun> seen;  // guarded by mu
 };
 
-// A handler that never reaches a checkpoint: it ignores its cancellation until released.
-struct Stuck {
-  std::latch started{1};
-  std::latch release{1};
-
-  sandglass::JobHandler handler() {
-    return [this](JobContext&) {
-      started.count_down();
-      release.wait();
-    };
-  }
-};
 
 }  // namespace
 
@@ -77,7 +68,7 @@ TEST_SUITE("Runtime overruns") {
     Reports reports;
     Runtime rt{{.workers = 2, .capacity = 64, .overrun_after = 50ms,
                 .on_overrun = reports.callback()}};
-    Stuck stuck;
+    Gate stuck;
     const JobHandle h = rt.submit({.kind = "stuck", .budget = 300ms}, stuck.handler());
     stuck.started.wait();
     const std::vector<Overrun> seen = reports.wait_for(1);
@@ -137,7 +128,7 @@ TEST_SUITE("Runtime overruns") {
     CHECK(polite.cause == CancelCause::deadline);
     // A stuck job with a later deadline: the timer reports in deadline order, so once this one
     // is reported, the polite job would have been reported before it if it ever were.
-    Stuck stuck;
+    Gate stuck;
     const JobHandle h = rt.submit({.kind = "stuck", .budget = 300ms}, stuck.handler());
     const std::vector<Overrun> seen = reports.wait_for(1);
     REQUIRE(seen.size() == 1);
@@ -151,8 +142,8 @@ TEST_SUITE("Runtime overruns") {
     Reports reports;
     Runtime rt{{.workers = 3, .capacity = 64, .overrun_after = 20ms,
                 .on_overrun = reports.callback()}};
-    Stuck first;
-    Stuck second;
+    Gate first;
+    Gate second;
     const JobHandle a = rt.submit({.kind = "stuck", .budget = 300ms}, first.handler());
     const JobHandle b = rt.submit({.kind = "stuck", .budget = 400ms}, second.handler());
     const std::vector<Overrun> seen = reports.wait_for(2);
@@ -175,7 +166,7 @@ TEST_SUITE("Runtime overruns") {
 
   TEST_CASE("without a callback a stuck job is still listed by overruns" * doctest::timeout(20)) {
     Runtime rt{{.workers = 1, .capacity = 8, .overrun_after = 10ms}};
-    Stuck stuck;
+    Gate stuck;
     const JobHandle h = rt.submit({.kind = "stuck", .budget = 300ms}, stuck.handler());
     stuck.started.wait();
     // Polls the runtime's state: nothing is reported, the list is the only way to learn it.

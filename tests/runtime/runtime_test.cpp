@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include "tests/runtime/fixtures.hpp"
+
 #include <atomic>
 #include <barrier>
 #include <latch>
@@ -14,6 +16,7 @@
 #include <vector>
 
 using namespace std::chrono_literals;
+using sandglass::test::Gate;
 using sandglass::CancelCause;
 using sandglass::JobContext;
 using sandglass::Outcome;
@@ -24,18 +27,6 @@ using sandglass::State;
 
 namespace {
 
-// Holds a worker until released; lets a test know when the worker is taken.
-struct Gate {
-  std::latch started{1};
-  std::latch release{1};
-
-  sandglass::JobHandler handler() {
-    return [this](JobContext&) {
-      started.count_down();
-      release.wait();
-    };
-  }
-};
 
 // Runs for at least `d` of wall time, checking for cancellation all along.
 void busy_for(JobContext& ctx, sandglass::Duration d) {

@@ -6,7 +6,7 @@
 
 #include <doctest/doctest.h>
 
-#include "tests/runtime/run_for.hpp"
+#include "tests/runtime/fixtures.hpp"
 
 #include <string>
 #include <thread>
