@@ -393,142 +393,153 @@ bool RuntimeCore::cancel_from_outside(Job& job, CancelCause cause) {
 }
 
 Job* RuntimeCore::next_job(std::size_t worker, Job* finished, Outcome&& outcome) noexcept {
-  thread_local std::vector<DroppedItem> dropped;
   std::vector<DroppedJob> dropped_jobs;
-  bool spun = false;
-  // When the finished run ended: its sample's time. Not the `now` of the pop below: the lock
-  // may be contended, or this thread preempted, for longer than a queued job has left, and a
-  // job must not start after its deadline because of a stale reading.
-  const TimePoint finished_at =
-      finished != nullptr ? saturating_add(finished->started_at, outcome.timings.run_time) : TimePoint{};
-  // The runtime's own reference to `finished`, taken out under the lock (record_finished) and
-  // dropped after its outcome is out. The worker holds no reference of its own while a job
-  // runs: the runtime's keeps it alive, and only this worker takes it back. That spares two reference
-  // count changes (an increment at start, a decrement here) per job.
-  JobRef finished_self;
-  // This worker may stand by while another drains (see "Tiny jobs"): its last job was tiny.
-  bool may_stand_by = finished != nullptr && tiny(*finished) && outcome.timings.run_time <= options_.tiny_job;
+  FinishedRun run{.job = finished};
+  IdlePolicy idle;
+  if (finished != nullptr) {
+    run.ended_at = saturating_add(finished->started_at, outcome.timings.run_time);
+    idle.may_stand_by = tiny(*finished) && outcome.timings.run_time <= options_.tiny_job;
+  }
   queue_.prefetch_inbox();  // its lines arrive while we wait for the lock
   Lock lock = lock_hot_path();
-  const bool sample = finished != nullptr && record_finished(*finished, outcome, finished_self);
-  if (sample) {
-    standing_.on_run(outcome.timings.run_time);
-    prediction_error_.on_finish(finished->predicted_start(), finished->started_at, finished->estimate,
-                                outcome.timings.run_time, finished_at);
-  }
+  if (finished != nullptr) record_run(run, outcome);
   worker_jobs_[worker] = nullptr;
   for (;;) {
     const TimePoint now = Clock::now();  // under the lock: what take() drops and mark_running() stamps
-    const bool stand_by = may_stand_by && !stop_workers_ && !queue_.empty() &&
+    const bool stand_by = idle.may_stand_by && !stop_workers_ && !queue_.empty() &&
                           another_worker_drains(worker, now);
-    // A job starts only into a free run slot (jobs that hold no thread keep theirs).
-    QueueItem* item = !stand_by && running_count_ < slots_.size()
-                          ? queue_.take(now, dropped, can_start_)
-                          : nullptr;
-    take_dropped(dropped, dropped_jobs);
-    // Nothing left to start: no queue stands (it drained).
-    if (item == nullptr && !stand_by && running_count_ < slots_.size() && queue_.linked_size() == 0) {
-      standing_.on_empty();
-    }
-    bool wake_timer = false;
-    Job* const taken = item != nullptr ? &job_of(item) : nullptr;
-    if (taken != nullptr) mark_running(*taken, now, worker, wake_timer);
-    if (taken != nullptr && taken->awaitable() == nullptr) worker_jobs_[worker] = taken;
-    // More work than this worker: pass the wake-up on (submitters skip it while one spins).
-    // The linked items count, not the reservations (size(), whose line every submitter
-    // writes): a submitter that skipped its wake-up because this worker spun pushed before
-    // the worker stopped spinning, so take()'s splice linked its job; later ones wake a worker
-    // themselves (see admit_lock_free).
-    const bool wake_another = taken != nullptr && queue_.linked_size() > 0;
-    // A job that is not tiny holds this worker: one standing by takes the queued ones.
-    std::size_t wake_standing = slots_.size();
-    if (wake_another && standing_by_count_ > 0 && !tiny(*taken)) {
-      wake_standing = static_cast<std::size_t>(
-          std::find(standing_by_.begin(), standing_by_.end(), 1) - standing_by_.begin());
-      standing_by_[wake_standing] = 0;
-      --standing_by_count_;
-    }
-    // Under the lock (the queue's owner side): two plain stores, after the slot's end was
-    // published (see mark_running()).
-    if (taken != nullptr) queue_.release(*taken);
-    if (taken != nullptr || finished != nullptr || !dropped_jobs.empty()) {
-      // Outcomes are published outside the lock, and before this worker may sleep.
+    const Taken taken = take(worker, now, stand_by, dropped_jobs);
+    if (taken.job != nullptr || run.job != nullptr || !dropped_jobs.empty()) {
       if (!dropped_jobs.empty()) notify_if_drained();
       lock.unlock();
-      // `taken` stays alive through the runtime's reference while it runs (see finished_self).
-      if (wake_another) idle_.wake_one();
-      if (wake_standing < slots_.size()) idle_.wake_standing_by(wake_standing);
-      if (wake_timer) timer_wake_.notify_one();
-      if (finished != nullptr) {
-        // Only the runtime's reference (now finished_self) left: no handle can ask for the
-        // outcome. Other references (the timer's, for a moment, a token) keep it, needlessly.
-        const bool kept = finished_self.use_count() > 1;
-        // Before the outcome: whoever waits for it, or its callback, then sees the sample in
-        // the estimate. Every run at once, not in batches (see estimate_state.hpp).
-        if (sample) {
-          EstimateState::of(*finished).record(outcome.timings.run_time, finished_at, finished->expected());
-        }
-        publish(*finished, std::move(outcome), kept, worker);
-        finished = nullptr;
-        finished_self.reset();  // after the outcome: its last reference may free the record
-      }
-      finish_dropped(dropped_jobs);
-      if (taken != nullptr && taken->awaitable() != nullptr) {
+      publish_after_take(taken, run, std::move(outcome), dropped_jobs, worker);
+      if (taken.job != nullptr && taken.job->awaitable() != nullptr) {
         // It keeps its slot, not this thread: start it on its executor and look for more.
         // The runtime's reference keeps it: only finish_detached (after the launch) takes it.
-        const JobRef ref{taken};
+        const JobRef ref{taken.job};
         launch_awaitable(ref, *this, options_.budget);
-        lock = lock_hot_path();
-        continue;
+      } else if (taken.job != nullptr) {
+        return taken.job;  // alive through the runtime's reference while it runs (FinishedRun)
       }
-      if (taken != nullptr) return taken;
       lock = lock_hot_path();
       continue;
     }
     if (stop_workers_) return nullptr;
-    if (stand_by) {
-      standing_by_[worker] = 1;
-      ++standing_by_count_;
-      ++stand_bys_;
-      idle_.prepare_stand_by(worker);
-      lock.unlock();
-      const bool woken = idle_.stand_by(worker, kStandByAtMost);
-      lock = lock_hot_path();
-      if (standing_by_[worker] != 0) {  // nobody chose this worker (time ran out, or stopping)
-        standing_by_[worker] = 0;
-        --standing_by_count_;
-      }
-      // Woken for a job that is not tiny: take from the queue until the next tiny job.
-      if (woken) may_stand_by = false;
-      continue;
-    }
-    if (!spun && !spinning_ && cores_ >= running_count_ + 2) {
-      // One idle worker at a time spins briefly before it sleeps: at high rates the next job
-      // arrives within microseconds, and a futex sleep plus wake-up costs more than that. Only
-      // while a core is free for it (beside the running handlers and a submitter): on a busy
-      // machine the spin would take the CPU from the very thread that would end it.
-      spun = true;
-      // Pairs with the seq_cst load in submitters after their push (see IdleWorkers).
-      spinning_.store(true, std::memory_order_seq_cst);
-      const std::size_t seen = queue_.size();
-      lock.unlock();
-      spin_until_queue_changes(seen);
-      lock = lock_hot_path();
-      spinning_.store(false, std::memory_order_seq_cst);
-      continue;
-    }
-    spun = false;
-    // Marked idle under the lock: whoever changes the queue under it after this wakes us; a
-    // lock-free submitter pushes to the inbox, which we look at once more (see IdleWorkers).
-    idle_.prepare(worker);
-    lock.unlock();
-    if (queue_.inbox_empty()) {
-      idle_.sleep(worker);
-    } else {
-      idle_.withdraw(worker);
-    }
-    lock = lock_hot_path();
+    wait_for_work(worker, stand_by, idle, lock);
   }
+}
+
+void RuntimeCore::record_run(FinishedRun& run, const Outcome& outcome) {
+  Job& job = *run.job;
+  run.sample = record_finished(job, outcome, run.self);
+  if (run.sample) {
+    standing_.on_run(outcome.timings.run_time);
+    prediction_error_.on_finish(job.predicted_start(), job.started_at, job.estimate,
+                                outcome.timings.run_time, run.ended_at);
+  }
+}
+
+RuntimeCore::Taken RuntimeCore::take(std::size_t worker, TimePoint now, bool stand_by,
+                                     std::vector<DroppedJob>& dropped_jobs) {
+  thread_local std::vector<DroppedItem> dropped;
+  Taken taken{.wake_standing = slots_.size()};
+  // A job starts only into a free run slot (jobs that hold no thread keep theirs).
+  QueueItem* item = !stand_by && running_count_ < slots_.size() ? queue_.take(now, dropped, can_start_)
+                                                                : nullptr;
+  take_dropped(dropped, dropped_jobs);
+  // Nothing left to start: no queue stands (it drained).
+  if (item == nullptr && !stand_by && running_count_ < slots_.size() && queue_.linked_size() == 0) {
+    standing_.on_empty();
+  }
+  if (item == nullptr) return taken;
+  Job& job = job_of(item);
+  taken.job = &job;
+  mark_running(job, now, worker, taken.wake_timer);
+  if (job.awaitable() == nullptr) worker_jobs_[worker] = &job;
+  // More work than this worker: pass the wake-up on (submitters skip it while one spins).
+  // The linked items count, not the reservations (size(), whose line every submitter
+  // writes): a submitter that skipped its wake-up because this worker spun pushed before
+  // the worker stopped spinning, so take()'s splice linked its job; later ones wake a worker
+  // themselves (see admit_lock_free).
+  taken.wake_another = queue_.linked_size() > 0;
+  // A job that is not tiny holds this worker: one standing by takes the queued ones.
+  if (taken.wake_another && standing_by_count_ > 0 && !tiny(job)) {
+    taken.wake_standing = static_cast<std::size_t>(
+        std::find(standing_by_.begin(), standing_by_.end(), 1) - standing_by_.begin());
+    standing_by_[taken.wake_standing] = 0;
+    --standing_by_count_;
+  }
+  // Under the lock (the queue's owner side): two plain stores, after the slot's end was
+  // published (see mark_running()).
+  queue_.release(job);
+  return taken;
+}
+
+void RuntimeCore::publish_after_take(const Taken& taken, FinishedRun& run, Outcome&& outcome,
+                                     std::vector<DroppedJob>& dropped_jobs,
+                                     std::size_t worker) noexcept {
+  if (taken.wake_another) idle_.wake_one();
+  if (taken.wake_standing < slots_.size()) idle_.wake_standing_by(taken.wake_standing);
+  if (taken.wake_timer) timer_wake_.notify_one();
+  if (run.job != nullptr) {
+    // Only the runtime's reference (now run.self) left: no handle can ask for the outcome.
+    // Other references (the timer's, for a moment, a token) keep it, needlessly.
+    const bool kept = run.self.use_count() > 1;
+    // Before the outcome: whoever waits for it, or its callback, then sees the sample in the
+    // estimate. Every run at once, not in batches (see estimate_state.hpp).
+    if (run.sample) {
+      EstimateState::of(*run.job).record(outcome.timings.run_time, run.ended_at, run.job->expected());
+    }
+    publish(*run.job, std::move(outcome), kept, worker);
+    run.job = nullptr;
+    run.self.reset();  // after the outcome: its last reference may free the record
+  }
+  finish_dropped(dropped_jobs);
+}
+
+void RuntimeCore::wait_for_work(std::size_t worker, bool stand_by, IdlePolicy& idle, Lock& lock) {
+  if (stand_by) {
+    standing_by_[worker] = 1;
+    ++standing_by_count_;
+    ++stand_bys_;
+    idle_.prepare_stand_by(worker);
+    lock.unlock();
+    const bool woken = idle_.stand_by(worker, kStandByAtMost);
+    lock = lock_hot_path();
+    if (standing_by_[worker] != 0) {  // nobody chose this worker (time ran out, or stopping)
+      standing_by_[worker] = 0;
+      --standing_by_count_;
+    }
+    // Woken for a job that is not tiny: take from the queue until the next tiny job.
+    if (woken) idle.may_stand_by = false;
+    return;
+  }
+  if (!idle.spun && !spinning_ && cores_ >= running_count_ + 2) {
+    // One idle worker at a time spins briefly before it sleeps: at high rates the next job
+    // arrives within microseconds, and a futex sleep plus wake-up costs more than that. Only
+    // while a core is free for it (beside the running handlers and a submitter): on a busy
+    // machine the spin would take the CPU from the very thread that would end it.
+    idle.spun = true;
+    // Pairs with the seq_cst load in submitters after their push (see IdleWorkers).
+    spinning_.store(true, std::memory_order_seq_cst);
+    const std::size_t seen = queue_.size();
+    lock.unlock();
+    spin_until_queue_changes(seen);
+    lock = lock_hot_path();
+    spinning_.store(false, std::memory_order_seq_cst);
+    return;
+  }
+  idle.spun = false;
+  // Marked idle under the lock: whoever changes the queue under it after this wakes us; a
+  // lock-free submitter pushes to the inbox, which we look at once more (see IdleWorkers).
+  idle_.prepare(worker);
+  lock.unlock();
+  if (queue_.inbox_empty()) {
+    idle_.sleep(worker);
+  } else {
+    idle_.withdraw(worker);
+  }
+  lock = lock_hot_path();
 }
 
 void RuntimeCore::finish_detached(JobRef job, Outcome&& outcome) noexcept {

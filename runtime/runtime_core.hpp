@@ -156,6 +156,47 @@ class RuntimeCore final : public JobSource {
                          std::vector<Overrun>& overruns);
   // When `job` (running, past its deadline) counts as overrunning.
   Deadline overrun_due(const Job& job) const noexcept;
+  // A worker between jobs (next_job) takes the next one, runs nothing itself, and publishes
+  // what it finished: three steps, each below in one place, and an idle policy for when the
+  // queue has nothing it may start.
+  //
+  // The run a worker just finished: recorded under mu_, its outcome published after unlocking.
+  struct FinishedRun {
+    Job* job = nullptr;  // null: none (or already published)
+    // When the run ended: its sample's time. Not the `now` of the take: the lock may be
+    // contended, or the thread preempted, for longer than a queued job has left.
+    TimePoint ended_at{};
+    bool sample = false;  // its run time is a sample for its estimate key
+    // The runtime's own reference, taken out under mu_ (record_finished) and dropped after the
+    // outcome is out. The worker holds none of its own while a job runs: the runtime's keeps it
+    // alive, and only this worker takes it back (two reference count changes fewer per job).
+    JobRef self;
+  };
+  // What one take under mu_ decided, for after unlocking.
+  struct Taken {
+    Job* job = nullptr;        // started (mark_running): run it, or launch it if awaitable
+    bool wake_another = false;  // more queued than this worker: pass the wake-up on
+    bool wake_timer = false;    // as wake_timer_for says
+    std::size_t wake_standing = static_cast<std::size_t>(-1);  // a worker standing by to wake
+  };
+  // A worker's idle policy between jobs while nothing may start: stand by when its last job
+  // was tiny and another worker drains the queue (see "Tiny jobs"), else spin once while a
+  // core is free, else sleep until woken.
+  struct IdlePolicy {
+    bool may_stand_by = false;  // its last job was tiny (cleared when woken for a long one)
+    bool spun = false;          // it spun since it last slept
+  };
+  // Take: records `run` (requires mu_).
+  void record_run(FinishedRun& run, const Outcome& outcome);
+  // Take: starts the earliest startable queued job into a free slot, unless `stand_by`;
+  // collects what the queue dropped into `dropped_jobs`. Requires mu_.
+  Taken take(std::size_t worker, TimePoint now, bool stand_by, std::vector<DroppedJob>& dropped_jobs);
+  // Publish: after unlocking, the wake-ups `taken` asked for, `run`'s outcome and the dropped
+  // jobs' outcomes.
+  void publish_after_take(const Taken& taken, FinishedRun& run, Outcome&& outcome,
+                          std::vector<DroppedJob>& dropped_jobs, std::size_t worker) noexcept;
+  // Idle: waits as `idle` says, then returns holding `lock` again for the next take.
+  void wait_for_work(std::size_t worker, bool stand_by, IdlePolicy& idle, Lock& lock);
   // Marks a taken job running in a free run slot (`worker`'s own if free); requires mu_ and a
   // free slot. The caller gives back the job's queue
   // reservation (DeadlineQueue::release) afterwards, with or without mu_.
