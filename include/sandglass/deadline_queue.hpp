@@ -10,93 +10,92 @@
 // walks all items. An item must stay alive, and in one queue at most, until it is popped,
 // removed, dropped or shed. Submission and dequeue are O(log n).
 //
-// Admission, in this order: closed → shutting_down; less than `min_useful` left →
-// budget_too_small; predicted completion after the deadline → deadline_implausible; admitting
-// it would break a promise made to an item already queued (below) → deadline_implausible;
-// full → shed the latest-deadline item of the lowest non-empty class below the newcomer's,
-// else queue_full.
+// Admission, in this order: closed → shutting_down; less than `min_useful` left → budget_too_small;
+// predicted completion after the deadline → deadline_implausible; admitting it would break a
+// promise made to an item already queued (below) → deadline_implausible; full → shed the
+// latest-deadline item of the lowest non-empty class below the newcomer's, else queue_full.
 //
-// The prediction is the order `pop` really serves. Work ahead of a newcomer = the `work` of
-// every queued item of a higher class (parked ones included), plus that of the unparked items
-// of its own class with an earlier or equal deadline; items it overtakes do not delay it. Predicted start = now + work ahead ÷
-// workers + `Load::busy_for` (what the running jobs still need, per worker). For an
-// item of a bulkhead group, also: now + the group's own work ahead (queued and parked, in the
-// same order) ÷ the group's limit + `Load::group_busy_for`; the later of the two counts.
-// Predicted finish = start + the newcomer's own `estimate` (a tail figure). With a limit on the
-// predicted start (Load::start_within, an owner's standing-queue rule), a newcomer predicted to
-// start later than that is refused as queue_full after the deadline test, whether or not it
-// has an estimate: an urgent newcomer that overtakes the queued work still starts early. Parked items of the
-// newcomer's class delay only newcomers of their own group. An item without an estimate (its
-// kind has no samples yet) is never rejected as implausible and counts no work.
+// The prediction is the order `pop` really serves. Work ahead of a newcomer = the `work` of every
+// queued item of a higher class (parked ones included), plus that of the unparked items of its own
+// class with an earlier or equal deadline; items it overtakes do not delay it. Predicted start =
+// now + work ahead ÷ workers + `Load::busy_for` (what the running jobs still need, per worker). For
+// an item of a bulkhead group, also: now + the group's own work ahead (queued and parked, in the
+// same order) ÷ the group's limit + `Load::group_busy_for`; the later of the two counts. Predicted
+// finish = start + the newcomer's own `estimate` (a tail figure). With a limit on the predicted
+// start (Load::start_within, an owner's standing-queue rule), a newcomer predicted to start later
+// than that is refused as queue_full after the deadline test, whether or not it has an estimate: an
+// urgent newcomer that overtakes the queued work still starts early. Parked items of the newcomer's
+// class delay only newcomers of their own group. An item without an estimate (its kind has no
+// samples yet) is never rejected as implausible and counts no work.
 //
-// Promises kept: an admitted item has a latest useful start, deadline − estimate. A newcomer
-// that overtakes items of its own class delays each of them by its work ÷ workers; it is
-// rejected (deadline_implausible) if that would move the tightest of them from a predicted
-// start at or before its latest start to one after it. Items already predicted late do not
-// block newcomers (they are dropped at their latest start instead). Items of lower classes
-// are not protected: a higher class may always overtake them, and those it pushes past their
-// latest start are dropped as too_late_to_start.
+// Promises kept: an admitted item has a latest useful start, deadline − estimate. A newcomer that
+// overtakes items of its own class delays each of them by its work ÷ workers; it is rejected
+// (deadline_implausible) if that would move the tightest of them from a predicted start at or
+// before its latest start to one after it. Items already predicted late do not block newcomers
+// (they are dropped at their latest start instead). Items of lower classes are not protected: a
+// higher class may always overtake them, and those it pushes past their latest start are dropped as
+// too_late_to_start.
 //
-// Each query is O(log n): the items of each class, of each parked set and of each group sit
-// in treaps (randomised balanced trees) keyed by (class, deadline, arrival) whose nodes carry
-// their subtree's sum of work, the smallest slack and the earliest drop time.
+// Each query is O(log n): the items of each class, of each parked set and of each group sit in
+// treaps (randomised balanced trees) keyed by (class, deadline, arrival) whose nodes carry their
+// subtree's sum of work, the smallest slack and the earliest drop time.
 //
-// The in-order run: jobs usually arrive in deadline order (one budget per class, or budgets
-// that grow with time). An item of no group whose deadline is at or after every queued item of
-// its class is appended to its class's run, a linked list, instead of the tree. The run is
-// cut into up to kRunSegments segments: within one, a latest useful start is at most
-// kRunDisorder (50 µs) before that of any item ahead of it (a tail estimate that moved
-// between two submits); an item further before the last segment's (a tail estimate that
-// jumped by milliseconds) begins a new segment, or with all in use goes to the tree. `expire` and `next_drop_time` look at each
-// segment's items within its disorder of its first: admitting it (it overtakes
-// nobody, so the work ahead is the class's whole sum and no promise can break), linking it and
-// popping it are O(1). A newcomer that overtakes at most kRunWalkBack (8) items at the run's
-// end (all of its last segment), and none in the tree, joins the run among them if the drop
-// times stay that near order (concurrent submitters reorder a few jobs): its work ahead and the promises of the items it
-// overtakes are read by walking those few, O(8). Any other newcomer that would overtake part
-// of the run first moves that part, the run's tail, into the tree (each item at most once,
-// O(log n) each), so the prediction stays the exact EDF order; `remove` and `expire` take an
-// item out of the run in O(1). The rest of the run stays a run: every item it holds is
-// before the newcomer, and so before every tree item the newcomer overtakes.
+// The in-order run: jobs usually arrive in deadline order (one budget per class, or budgets that
+// grow with time). An item of no group whose deadline is at or after every queued item of its class
+// is appended to its class's run, a linked list, instead of the tree. The run is cut into up to
+// kRunSegments segments: within one, a latest useful start is at most kRunDisorder (50 µs) before
+// that of any item ahead of it (a tail estimate that moved between two submits); an item further
+// before the last segment's (a tail estimate that jumped by milliseconds) begins a new segment, or
+// with all in use goes to the tree. `expire` and `next_drop_time` look at each segment's items
+// within its disorder of its first: admitting it (it overtakes nobody, so the work ahead is the
+// class's whole sum and no promise can break), linking it and popping it are O(1). A newcomer that
+// overtakes at most kRunWalkBack (8) items at the run's end (all of its last segment), and none in
+// the tree, joins the run among them if the drop times stay that near order (concurrent submitters
+// reorder a few jobs): its work ahead and the promises of the items it overtakes are read by
+// walking those few, O(8). Any other newcomer that would overtake part of the run first moves that
+// part, the run's tail, into the tree (each item at most once, O(log n) each), so the prediction
+// stays the exact EDF order; `remove` and `expire` take an item out of the run in O(1). The rest of
+// the run stays a run: every item it holds is before the newcomer, and so before every tree item
+// the newcomer overtakes.
 //
-// Latest useful start: with `drop_if_cannot_finish`, `expire` (the timer) and `pop` remove an
-// item once less time is left than its estimate (too_late_to_start); `next_drop_time` says
-// when the next one is due. Without it, only expired items are removed.
+// Latest useful start: with `drop_if_cannot_finish`, `expire` (the timer) and `pop` remove an item
+// once less time is left than its estimate (too_late_to_start); `next_drop_time` says when the next
+// one is due. Without it, only expired items are removed.
 //
-// Bulkheads: an item may belong to a group (non-zero `group`) whose concurrency the caller
-// limits. `pop` asks `can_start(group)`; an item that may not start yet is parked, still
-// counted, still expiring and still sheddable. Parked items never strand: whenever `pop` runs
-// with a `can_start`, each group that may start and has no unparked item pending gets its most
-// urgent parked item (highest class, earliest deadline) back in its class first, and again
-// after an unparked item leaves without running. `unpark(group)` does the same on demand. An
-// unparked item keeps its place by deadline (and arrival) in its class.
+// Bulkheads: an item may belong to a group (non-zero `group`) whose concurrency the caller limits.
+// `pop` asks `can_start(group)`; an item that may not start yet is parked, still counted, still
+// expiring and still sheddable. Parked items never strand: whenever `pop` runs with a `can_start`,
+// each group that may start and has no unparked item pending gets its most urgent parked item
+// (highest class, earliest deadline) back in its class first, and again after an unparked item
+// leaves without running. `unpark(group)` does the same on demand. An unparked item keeps its place
+// by deadline (and arrival) in its class.
 //
-// The inbox (lock-free admission): `admit_lock_free` may run on any thread while the owner
-// holds its lock for everything else. It takes only the easy, common case: an item of no
-// group, with at least `min_useful` left, whose deadline is at or after that of every item of
-// its class admitted so far (so it overtakes nobody and no promise can break), that fits a
-// predicted start computed from an upper bound (all work queued in its class and above,
-// reservations in flight included, ÷ workers + a bound of the running jobs' rest), while
-// there is room. It reserves the place and the work with atomic adds, claims its class's
-// order with one compare-and-swap on the class's latest deadline (the point where it is
-// admitted), and pushes the item onto an intrusive list with one more. Anything else (a
-// rejection, shedding, an item that would overtake queued work, a bulkhead item) returns
-// false and is decided by `admit` under the lock, exactly. The owner links the inbox into the
-// structure above (`splice`, which `pop`, `take`, `expire`, `remove`, `take_all` and `admit` do
-// first); `admit` and `take_all` first wait until every reservation made before them is
-// linked (`try_admit` and `try_take_all` decline instead of waiting, for an owner that holds
-// a lock), so the locked decision sees every item admitted before it, and an item admitted
-// lock-free after it sees its work. An upper bound admits only what the exact rule admits,
-// so both paths decide as one EDF queue; the model test in tests/queue checks it.
+// The inbox (lock-free admission): `admit_lock_free` may run on any thread while the owner holds
+// its lock for everything else. It takes only the easy, common case: an item of no group, with at
+// least `min_useful` left, whose deadline is at or after that of every item of its class admitted
+// so far (so it overtakes nobody and no promise can break), that fits a predicted start computed
+// from an upper bound (all work queued in its class and above, reservations in flight included, ÷
+// workers + a bound of the running jobs' rest), while there is room. It reserves the place and the
+// work with atomic adds, claims its class's order with one compare-and-swap on the class's latest
+// deadline (the point where it is admitted), and pushes the item onto an intrusive list with one
+// more. Anything else (a rejection, shedding, an item that would overtake queued work, a bulkhead
+// item) returns false and is decided by `admit` under the lock, exactly. The owner links the inbox
+// into the structure above (`splice`, which `pop`, `take`, `expire`, `remove`, `take_all` and
+// `admit` do first); `admit` and `take_all` first wait until every reservation made before them is
+// linked (`try_admit` and `try_take_all` decline instead of waiting, for an owner that holds a
+// lock), so the locked decision sees every item admitted before it, and an item admitted lock-free
+// after it sees its work. An upper bound admits only what the exact rule admits, so both paths
+// decide as one EDF queue; the model test in tests/queue checks it.
 //
-// Thread safety: `admit_lock_free`, `inbox_empty`, `size()`, `empty()` and `closed()` may be
-// called concurrently with anything. Everything else: distinct objects: safe; shared objects:
-// unsafe; the runtime guards its queue with its own mutex.
+// Thread safety: `admit_lock_free`, `inbox_empty`, `size()`, `empty()` and `closed()` may be called
+// concurrently with anything. Everything else: distinct objects: safe; shared objects: unsafe; the
+// runtime guards its queue with its own mutex.
 #pragma once
 
 #include <sandglass/deadline.hpp>
 #include <sandglass/job_spec.hpp>
 #include <sandglass/reason.hpp>
+#include <sandglass/detail/deadline_queue_parts.hpp>
 
 #include <algorithm>
 #include <array>
@@ -131,18 +130,7 @@ struct QueueItem {
  private:
   friend class DeadlineQueue;
   friend struct QueueTree;
-  // A treap node: children, heap priority and what the subtree sums up.
-  struct Node {
-    QueueItem* left = nullptr;
-    QueueItem* right = nullptr;
-    std::uint32_t heap = 0;
-    // Not the tree's: QueueItem::predicted_start as the deadline less it, in the padding here
-    // (a record of a job fits malloc's 256-byte chunk only without 8 bytes more).
-    std::int32_t predicted_slack_us = kNoPrediction;
-    std::int64_t sum = 0;        // work of the subtree, ns
-    std::int64_t min_slack = 0;  // min over the subtree of scaled latest start − work before
-    TimePoint min_drop{};        // earliest drop time in the subtree
-  };
+  using Node = detail::QueueNode;
   enum class Place : std::uint8_t { none, inbox, queued, parked };
   Place place_ = Place::none;
   bool unparked_ = false;       // back in its class from parking, not yet gone
@@ -159,7 +147,7 @@ struct QueueItem {
   // one null pointer instead of a node: one cache line fewer per item).
   std::unique_ptr<Node> group_node_;
   QueueItem*& inbox_next() noexcept { return node_.left; }
-  static constexpr std::int32_t kNoPrediction = std::numeric_limits<std::int32_t>::min();
+  static constexpr std::int32_t kNoPrediction = detail::kNoPredictedSlack;
   // Sets predicted_start(); the epoch: none.
   void note_predicted_start(TimePoint start) noexcept {
     if (start == TimePoint{}) {
@@ -349,60 +337,18 @@ class DeadlineQueue {
   std::size_t parked(std::uint32_t group) const noexcept;
 
  private:
-  struct Tree {
-    QueueItem* root = nullptr;
-    std::size_t size = 0;
-  };
-  // A stretch of the run whose drop times are nearly in order: an item's is at most
-  // `disorder` (≤ kRunDisorder) before that of any item ahead of it in the segment, so
-  // `expire` and `next_drop_time` look at the items within `disorder` of the segment's first
-  // only. `max_drop` bounds every drop time in the segment from above. A segment ends where
-  // the next one begins (or with the run).
-  struct RunSegment {
-    QueueItem* first = nullptr;
-    Duration disorder{};
-    TimePoint max_drop = TimePoint::min();
-  };
-  // Segments a run may have: an appended item whose drop time is more than kRunDisorder
-  // before the last segment's latest starts a new one (a tail estimate that jumped); with
-  // this many, it goes to the tree.
-  static constexpr std::size_t kRunSegments = 4;
-  // Items in key order, in up to kRunSegments segments (see the file comment).
-  struct Run {
-    QueueItem* head = nullptr;
-    QueueItem* tail = nullptr;
-    std::size_t size = 0;
-    std::int64_t sum = 0;  // their work, ns
-    std::array<RunSegment, kRunSegments> segments{};  // the first `segment_count`, in order
-    std::size_t segment_count = 0;         // zero exactly when the run is empty
-  };
+  // The containers' internals (detail/deadline_queue_parts.hpp).
+  using Tree = detail::TreeRoot;
+  using RunSegment = detail::RunSegment;
+  using Run = detail::Run;
+  using RunPlace = detail::RunPlace;
+  using Class = detail::QueueClass;
+  using Group = detail::QueueGroup;
+  static constexpr std::size_t kRunSegments = detail::kRunSegments;
   // Where segment `s` of `run` ends: the next segment's first, or the run's end (nullptr).
   static const QueueItem* segment_end(const Run& run, std::size_t s) noexcept {
     return s + 1 < run.segment_count ? run.segments[s + 1].first : nullptr;
   }
-  // Where an item joins a run (run_place): after `after` (nullptr: at the head), with the
-  // last segment's `disorder` then, or as the first of a new segment at the run's end.
-  struct RunPlace {
-    QueueItem* after = nullptr;
-    Duration disorder{};
-    bool new_segment = false;
-  };
-  struct Class {
-    Tree items;
-    QueueItem* items_max = nullptr;  // the last item of `items`
-    // The first item of `items`: every pop compares it with the run's head, and finding it
-    // anew walks the tree's left spine (a cache miss per level in a deep queue).
-    QueueItem* items_min = nullptr;
-    Run run;
-    std::vector<Tree> parked_by_group;  // indexed by group - 1
-    std::int64_t work = 0;  // work of this class's items, parked ones included, ns
-    std::size_t parked = 0;
-  };
-  struct Group {
-    Tree all;                 // queued and parked, by (class, deadline, arrival)
-    std::size_t parked = 0;
-    std::size_t unparked = 0;  // unparked items still in their class
-  };
 
   Class& class_of(const QueueItem& item) noexcept {
     return classes_[static_cast<std::size_t>(item.priority)];
