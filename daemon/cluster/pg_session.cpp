@@ -1,5 +1,7 @@
 #include "daemon/cluster/pg_session.hpp"
 
+#include "daemon/pg/libpq_support.hpp"
+
 #include <fmt/format.h>
 
 #include <poll.h>
@@ -7,29 +9,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <climits>
 
 namespace sandglass::daemon::cluster {
 namespace {
-
-// libpq's messages end with a newline and may span lines: one line here.
-std::string one_line(std::string_view text) {
-  std::string out;
-  for (const char c : text) {
-    const bool space = c == '\n' || c == '\t' || c == ' ';
-    if (space && (out.empty() || out.back() == ' ')) continue;
-    out += space ? ' ' : c;
-  }
-  if (!out.empty() && out.back() == ' ') out.pop_back();
-  return out;
-}
-
-int poll_timeout_until(const Deadline& until) {
-  if (until.time_point() == TimePoint::max()) return -1;
-  const auto left = std::chrono::ceil<std::chrono::milliseconds>(until.remaining());
-  if (left.count() <= 0) return 0;
-  return static_cast<int>(std::min<std::int64_t>(left.count(), INT_MAX));
-}
 
 // The server a connection reached or last tried, as libpq resolved it (PGHOST, PGPORT and
 // PGDATABASE included): "host db.example port 5432 database app", or "socket /run/postgresql
@@ -83,17 +65,15 @@ std::int64_t PgRows::integer(int row, int column) const {
 
 PgSession PgSession::open(const std::string& conninfo, const SessionTimeouts& timeouts) {
   std::string server = describe_server(conninfo);
-  // Defaults first: with expand_dbname the conninfo's own settings override them.
-  const char* keywords[] = {"connect_timeout", "keepalives_idle", "keepalives_interval",
-                            "keepalives_count", "tcp_user_timeout", "application_name",
-                            "dbname", nullptr};
-  const char* values[] = {"5", "5", "2", "3", "10000", "sandglassd-cluster", conninfo.c_str(),
-                          nullptr};
-  PGconn* conn = PQconnectdbParams(keywords, values, 1);
+  const pg::ConnectParams params{{{"connect_timeout", "5"}, {"keepalives_idle", "5"},
+                                  {"keepalives_interval", "2"}, {"keepalives_count", "3"},
+                                  {"tcp_user_timeout", "10000"}, {"application_name", "sandglassd-cluster"}},
+                                 conninfo};
+  PGconn* conn = PQconnectdbParams(params.keys(), params.values(), 1);
   if (conn == nullptr) throw PgError{"cannot connect to the cluster database at " + server + ": out of memory"};
   if (std::string resolved = describe_connection(conn); !resolved.empty()) server = std::move(resolved);
   if (PQstatus(conn) != CONNECTION_OK) {
-    std::string why = one_line(PQerrorMessage(conn));
+    std::string why = pg::one_line(PQerrorMessage(conn));
     PQfinish(conn);
     throw PgError{"cannot connect to the cluster database at " + server + ": " + why};
   }
@@ -122,7 +102,7 @@ void PgSession::limit(const SessionTimeouts& timeouts) {
 }
 
 void PgSession::fail(std::string_view what) {
-  const std::string why = conn_ ? one_line(PQerrorMessage(conn_.get())) : "not connected";
+  const std::string why = conn_ ? pg::one_line(PQerrorMessage(conn_.get())) : "not connected";
   throw PgError{fmt::format("cluster database at {}: {}: {}", server_, what, why)};
 }
 
@@ -133,7 +113,7 @@ PgRows PgSession::checked(PGresult* result) {
     if (result != nullptr && PQresultErrorMessage(result)[0] != '\0') {
       const char* state = PQresultErrorField(result, PG_DIAG_SQLSTATE);
       throw PgError{fmt::format("cluster database at {}: {}", server_,
-                                one_line(PQresultErrorMessage(result))),
+                                pg::one_line(PQresultErrorMessage(result))),
                     state != nullptr ? state : ""};
     }
     fail("statement failed");
@@ -191,7 +171,7 @@ std::vector<Notification> PgSession::wait_notifications(Deadline until, int wake
   drain();
   if (!out.empty()) return out;
   pollfd fds[2] = {{PQsocket(conn_.get()), POLLIN, 0}, {wake_fd, POLLIN, 0}};
-  const int n = ::poll(fds, wake_fd >= 0 ? 2 : 1, poll_timeout_until(until));
+  const int n = ::poll(fds, wake_fd >= 0 ? 2 : 1, pg::poll_timeout(until.time_point()));
   if (n < 0 && errno != EINTR) fail("poll failed");
   if (n > 0 && fds[0].revents != 0) drain();
   return out;

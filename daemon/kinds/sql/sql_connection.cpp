@@ -1,5 +1,7 @@
 #include "daemon/kinds/sql/sql_connection.hpp"
 
+#include "daemon/pg/libpq_support.hpp"
+
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
@@ -11,7 +13,6 @@
 #include <array>
 #include <cerrno>
 #include <charconv>
-#include <climits>
 #include <cmath>
 #include <system_error>
 
@@ -33,26 +34,6 @@ constexpr Oid kJson = 114;
 constexpr Oid kFloat4 = 700;
 constexpr Oid kFloat8 = 701;
 constexpr Oid kJsonb = 3802;
-
-// A poll timeout in milliseconds until `t`, rounded up; -1 for "never"; 0 once `t` has passed.
-int timeout_until(TimePoint t) {
-  if (t == TimePoint::max()) return -1;
-  const milliseconds left = std::chrono::ceil<milliseconds>(saturating_sub(t, Clock::now()));
-  if (left <= milliseconds::zero()) return 0;
-  return static_cast<int>(std::min<milliseconds::rep>(left.count(), INT_MAX));
-}
-
-// libpq's messages end with a newline; some span lines, indented with tabs: one line here.
-std::string message_of(std::string_view text) {
-  std::string out;
-  for (const char c : text) {
-    const bool space = c == '\n' || c == '\t' || c == ' ';
-    if (space && (out.empty() || out.back() == ' ')) continue;
-    out += space ? ' ' : c;
-  }
-  if (!out.empty() && out.back() == ' ') out.pop_back();
-  return out;
-}
 
 struct ResultDeleter {
   void operator()(PGresult* r) const noexcept { PQclear(r); }
@@ -114,7 +95,7 @@ void record_error(const PGresult* r, StatementReport& report) {
   if (!report.error.empty()) return;  // the first error is the cause; the rest follow from it
   report.end = StatementReport::End::error;
   const char* primary = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
-  report.error = message_of(primary != nullptr ? primary : PQresultErrorMessage(r));
+  report.error = pg::one_line(primary != nullptr ? primary : PQresultErrorMessage(r));
   const char* state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
   report.sqlstate = state == nullptr ? "" : state;
   // A parameter's value the server cannot take as its type is refused while binding, and the
@@ -173,12 +154,12 @@ class SqlConnection::Exchange {
   Result next(bool& lost, std::string& error) {
     for (;;) {
       const int flushed = PQflush(c_.conn_);
-      if (flushed < 0) return fail(lost, error, message_of(PQerrorMessage(c_.conn_)));
+      if (flushed < 0) return fail(lost, error, pg::one_line(PQerrorMessage(c_.conn_)));
       if (flushed == 0 && !PQisBusy(c_.conn_)) return Result{PQgetResult(c_.conn_)};
       const int socket = PQsocket(c_.conn_);
       std::array<pollfd, 2> fds{{{socket, static_cast<short>(POLLIN | (flushed == 1 ? POLLOUT : 0)), 0},
                                  {wake_fd_, POLLIN, 0}}};
-      const int n = ::poll(fds.data(), fds.size(), timeout_until(std::min(until_, resend_at_)));
+      const int n = ::poll(fds.data(), fds.size(), pg::poll_timeout(std::min(until_, resend_at_)));
       if (n < 0) {
         if (errno == EINTR) continue;
         return fail(lost, error, "poll failed");
@@ -200,7 +181,7 @@ class SqlConnection::Exchange {
                                      std::to_string(grace_.count()) + " ms");
       }
       if ((fds[0].revents & (POLLIN | POLLERR | POLLHUP)) != 0 && PQconsumeInput(c_.conn_) == 0) {
-        return fail(lost, error, message_of(PQerrorMessage(c_.conn_)));
+        return fail(lost, error, pg::one_line(PQerrorMessage(c_.conn_)));
       }
     }
   }
@@ -246,15 +227,13 @@ class SqlConnection::Exchange {
 
 SqlOpen SqlConnection::open(const std::string& conninfo, Deadline until, int wake_fd) {
   SqlOpen result;
-  // Keys are applied in order, the last one wins: the TCP defaults come before the expanded
-  // conninfo (which may override them), client_encoding after it. The defaults find a peer
-  // that is gone or drops packets within about a minute instead of TCP's ~15.
-  const std::array<const char*, 8> keys{"keepalives_idle", "keepalives_interval", "keepalives_count",
-                                        "tcp_user_timeout", "dbname", "client_encoding",
-                                        "fallback_application_name", nullptr};
-  const std::array<const char*, 8> values{"30", "10", "3", "60000", conninfo.c_str(), "UTF8",
-                                          "sandglassd", nullptr};
-  std::unique_ptr<PGconn, decltype(&PQfinish)> conn{PQconnectStartParams(keys.data(), values.data(), 1),
+  // The TCP defaults find a peer that is gone or drops packets within about a minute instead
+  // of TCP's ~15; the conninfo may override them, not the encoding the kind parses in.
+  const pg::ConnectParams params{{{"keepalives_idle", "30"}, {"keepalives_interval", "10"},
+                                  {"keepalives_count", "3"}, {"tcp_user_timeout", "60000"}},
+                                 conninfo,
+                                 {{"client_encoding", "UTF8"}, {"fallback_application_name", "sandglassd"}}};
+  std::unique_ptr<PGconn, decltype(&PQfinish)> conn{PQconnectStartParams(params.keys(), params.values(), 1),
                                                     &PQfinish};
   if (!conn) {
     result.error = "out of memory";
@@ -266,7 +245,7 @@ SqlOpen SqlConnection::open(const std::string& conninfo, Deadline until, int wak
     std::array<pollfd, 2> fds{{{PQsocket(conn.get()),
                                 static_cast<short>(status == PGRES_POLLING_READING ? POLLIN : POLLOUT), 0},
                                {wake_fd, POLLIN, 0}}};
-    const int n = ::poll(fds.data(), fds.size(), timeout_until(until.time_point()));
+    const int n = ::poll(fds.data(), fds.size(), pg::poll_timeout(until.time_point()));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       result.error = "poll failed";
@@ -327,7 +306,7 @@ StatementReport SqlConnection::run(const StatementRequest& request, int wake_fd,
   const auto lose = [&](End end = End::lost) {
     lost_ = true;
     report.end = end;
-    if (report.error.empty()) report.error = message_of(PQerrorMessage(conn_));
+    if (report.error.empty()) report.error = pg::one_line(PQerrorMessage(conn_));
     return report;
   };
 
