@@ -75,7 +75,7 @@ bench:
 	  --json bench/results/soak.json | tee bench/results/soak.txt'
 	bash -o pipefail -c './$(BUILD)/bench/sandglass-overload --cluster 3 --workers 8 \
 	  --sandglassd ./$(BUILD)/daemon/sandglassd | tee bench/results/cluster.txt'
-	bash -o pipefail -c './$(BUILD)/bench/sandglass-overload --cluster 3 --cluster-chaos 3m \
+	bash -o pipefail -c './$(BUILD)/bench/sandglass-overload --cluster 3 --cluster-chaos 30m \
 	  --sandglassd ./$(BUILD)/daemon/sandglassd --json bench/results/cluster-chaos.json \
 	  | tee bench/results/cluster-chaos.txt'
 

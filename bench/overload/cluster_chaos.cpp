@@ -172,6 +172,9 @@ struct FaultCounts {
   int db_restarts = 0;
   std::vector<double> recovery_ms;  // per kill -9 that left held jobs: until none is held
   int kills_holding_nothing = 0;
+  // Per PostgreSQL restart: from the database accepting connections again until every node
+  // answers a read of a job from it (any status but 503).
+  std::vector<double> intake_back_ms;
 };
 
 // Everything the run counts at the end; `correct()` when all correctness counts are zero.
@@ -258,6 +261,22 @@ class Chaos {
     const auto down = std::chrono::milliseconds{1000 + rng_() % 9000};
     ++counts.db_restarts;
     pg_.restart(down);
+    const auto back = Clock::now();
+    for (const auto& node : c_.nodes) wait_until_answering(node->port(), back + 30s);
+    counts.intake_back_ms.push_back(ms_between(back, Clock::now()));
+  }
+  // Until the node at `port` answers GET /v1/jobs/1 from the database (200 or 404, not 503),
+  // or `until`.
+  static void wait_until_answering(std::uint16_t port, Clock::time_point until) {
+    while (Clock::now() < until) {
+      try {
+        Client client{port};
+        if (client.request("GET", "/v1/jobs/1").first != 503) return;
+      } catch (const std::exception&) {
+        // not answering yet
+      }
+      std::this_thread::sleep_for(10ms);
+    }
   }
 
   struct Window {
@@ -334,6 +353,7 @@ void report(const Options& o, const FaultCounts& f, const ChaosCounts& k,
   std::string by_status;
   for (const auto& [status, n] : sum.refused_by_status) by_status += fmt::format("{}{}: {}", by_status.empty() ? "" : ", ", status, n);
   const double rec_p50 = quantile(f.recovery_ms, 0.5), rec_max = quantile(f.recovery_ms, 1.0);
+  const double back_p50 = quantile(f.intake_back_ms, 0.5), back_max = quantile(f.intake_back_ms, 1.0);
   std::printf("faults injected: kill -9 %d (%d held no job), SIGSTOP %d, PostgreSQL restart %d\n", f.kills,
               f.kills_holding_nothing, f.stops, f.db_restarts);
   std::printf("requests %zu (keyed retries %zu): answered with a record %zu, refused %zu (%s), connection "
@@ -357,6 +377,9 @@ void report(const Options& o, const FaultCounts& f, const ChaosCounts& k,
   std::printf("recovery after kill -9 (until no row is held by the killed node), %zu kills: p50 %.0f ms, "
               "max %.0f ms (lease_ms %d)\n",
               f.recovery_ms.size(), rec_p50, rec_max, Cluster::kLeaseMs);
+  std::printf("intake back after a PostgreSQL restart of 1-10 s (from the database accepting connections until "
+              "every node answers a read from it), %zu restarts: p50 %.0f ms, max %.0f ms\n",
+              f.intake_back_ms.size(), back_p50, back_max);
   std::printf("correctness: %s\n", k.correct() ? "ok" : "FAILED");
   if (o.json_path.empty()) return;
   std::ofstream{o.json_path} << fmt::format(
@@ -365,11 +388,13 @@ void report(const Options& o, const FaultCounts& f, const ChaosCounts& k,
       "\"ledger_doubles\":{},\"not_ended\":{},\"outcome_doubles\":{},\"answer_mismatch\":{},"
       "\"claimed_after_deadline\":{},\"started_after_deadline_bound\":{},\"take_backs\":{},"
       "\"take_backs_from_live\":{},\"node_lost\":{},\"node_lost_from_live\":{},\"clients_left_waiting\":{},"
-      "\"recovery_ms\":{{\"count\":{},\"p50\":{:.0f},\"max\":{:.0f}}},\"lease_ms\":{},\"correct\":{}}}\n",
+      "\"recovery_ms\":{{\"count\":{},\"p50\":{:.0f},\"max\":{:.0f}}},"
+      "\"intake_back_ms\":{{\"count\":{},\"p50\":{:.0f},\"max\":{:.0f}}},\"lease_ms\":{},\"correct\":{}}}\n",
       o.command_line, f.kills, f.kills_holding_nothing, f.stops, f.db_restarts, sum.sent, k.unanswered, sum.answered,
       sum.refused, sum.broken, sum.keyed_retries, k.jobs, k.ledger_doubles, k.not_ended, k.outcome_doubles,
       k.answer_mismatch, k.claimed_late, k.started_late_bound, k.take_backs, k.take_backs_live, k.node_lost,
-      k.node_lost_live, k.left_waiting, f.recovery_ms.size(), rec_p50, rec_max, Cluster::kLeaseMs,
+      k.node_lost_live, k.left_waiting, f.recovery_ms.size(), rec_p50, rec_max, f.intake_back_ms.size(), back_p50,
+      back_max, Cluster::kLeaseMs,
       k.correct() ? "true" : "false");
 }
 
