@@ -207,7 +207,6 @@ void ClusterNode::Impl::run_claimed(Claimed job) {
   const JobKind* kind = kinds_.find(kind_name);
   JobHandler handler;
   std::string estimate_key;
-  Duration expected{};  // the size its args state (sleep, spin), as at its admission
   std::string error = "no such kind";
   try {
     if (kind == nullptr) throw std::invalid_argument{"this daemon has no kind " + kind_name};
@@ -215,7 +214,6 @@ void ClusterNode::Impl::run_claimed(Claimed job) {
     if (!args.is_object()) throw ArgsError{"args", "must be an object"};
     handler = kind->prepare(args.as_object());
     if (kind->estimate_key) estimate_key = kind->estimate_key(args.as_object());
-    if (kind->expected) expected = kind->expected(args.as_object());
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -225,15 +223,9 @@ void ClusterNode::Impl::run_claimed(Claimed job) {
     finished(id, attempt, o);
     return;
   }
-  // A sized job the claim did not retire (served_tails) and whose own size no longer fits.
-  if (expected > Duration::zero() && job.deadline.remaining() < expected) {
-    finished(id, attempt, Outcome{.id = id, .kind = kind_name, .state = State::expired,
-                                  .reason = Reason::too_late_to_start});
-    return;
-  }
   const RunId run{id, attempt};
   {
-    const auto [work, tail] = estimates(kind_name, expected);
+    const auto [work, tail] = estimates(kind_name);
     HeldRuns::Added added = held_runs_.add(run, work, tail);  // a cancel that came first: attach
     // Older attempts of this job here are stale: the row says this one now.
     if (!added.stale.empty()) metrics_.stale_runs.Increment(static_cast<double>(added.stale.size()));

@@ -223,9 +223,9 @@ std::vector<std::int64_t> ClusterNode::Impl::served_tails() {
   std::vector<std::int64_t> tails;
   // At least min_useful: a claim retires what the Runtime would refuse budget_too_small, so
   // that a claimed job is never refused after its claim (JobSpec::admitted). A kind whose jobs
-  // each state their size in their args (JobKind::expected: sleep, spin) has no one tail: the
-  // claim retires its rows only below min_useful, and run_claimed drops a claimed one whose
-  // own size no longer fits.
+  // each state their size in their args (JobKind::expected: sleep, spin) has no one tail, and a
+  // row keeps no stated size (expected_ms may differ from its args): the claim retires its rows
+  // only below min_useful, so that one long job of the kind does not end its short ones.
   for (const std::string& k : served_) {
     const JobKind* kind = kinds_.find(k);
     const bool sized = kind != nullptr && kind->expected;
