@@ -76,6 +76,14 @@ void PredictionError::on_finish(TimePoint predicted_start, TimePoint started_at,
   if (++unpublished_ >= kPublishEvery) publish();
 }
 
+void PredictionError::on_drop(TimePoint predicted, TimePoint now) noexcept {
+  if (predicted == TimePoint{}) return;
+  const Duration late = saturating_sub(now, predicted);
+  starts_.add(late, now);
+  finishes_.add(late, now);
+  if (++unpublished_ >= kPublishEvery) publish();
+}
+
 void PredictionError::publish() noexcept {
   unpublished_ = 0;
   const Duration start = starts_.quantile(kQuantile);

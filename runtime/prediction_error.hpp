@@ -6,7 +6,8 @@
 // still need) and how long it runs (its estimate key's tail estimate). Both miss: a preempted
 // worker or submitter, a hand-off slower than usual, an estimate that lags a change. The
 // runtime records each miss as it happens (actual − predicted start as a job starts, actual −
-// predicted run as a run ends, and their sum, actual − predicted finish), keeps the recent ones
+// predicted run as a run ends, and their sum, actual − predicted finish; for a job dropped
+// unstarted, how late it already was: the miss that matters most), keeps the recent ones
 // of each in a TailSketch, and adds the finish error's tail (kMarginQuantile, never below zero) to
 // every predicted finish: a noisy machine gets a wide margin, a quiet one a thin one. The tail
 // of the sum, not the sum of the two tails: a job that starts late seldom also runs longer
@@ -17,15 +18,17 @@
 //   e.on_start(predicted_start, now);               // a worker, as it starts a job
 //   e.on_finish(predicted_start, started_at,        // a worker, as its run ends
 //               estimate, run_time, ended_at);
+//   e.on_drop(predicted_start, now);                // a worker or the timer, as it drops a
+//                                                   // queued job that can no longer finish
 //   Duration m = e.margin();                        // a submitter: start + estimate + m
 //
 // The margin is added to the predicted finish, never to the predicted start (nor to the run
 // estimate) the errors are measured against: a wider margin does not make the next errors
 // look smaller, so it cannot swing.
 //
-// Thread safety: on_start and on_run by one thread at a time (the runtime's mutex); margin(),
-// start_tail() and run_tail() from any thread (relaxed loads of figures published when they
-// change).
+// Thread safety: on_start, on_finish and on_drop by one thread at a time (the runtime's
+// mutex); margin(), start_tail() and run_tail() from any thread (relaxed loads of figures
+// published when they change).
 #pragma once
 
 #include <sandglass/deadline.hpp>
@@ -91,6 +94,12 @@ class PredictionError {
   // it is a sample of the run only.
   void on_finish(TimePoint predicted_start, TimePoint started_at, Duration predicted_run,
                  Duration actual_run, TimePoint ended_at) noexcept;
+  // A job predicted to start at `predicted` (the epoch: none) left the queue unstarted at
+  // `now`: it could no longer finish (too_late_to_start) or its deadline passed. It would have
+  // started at `now` at the earliest, so `now − predicted` is a sample of the start error (a
+  // lower bound) and of the finish error: exactly the smallest margin that would have refused
+  // it at admission (start + estimate + margin past its deadline), where a promise was broken.
+  void on_drop(TimePoint predicted, TimePoint now) noexcept;
 
   // The tail of actual − predicted start, of actual − predicted run, and of actual − predicted
   // finish, as last published; never negative.

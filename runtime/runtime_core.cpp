@@ -410,6 +410,7 @@ Job* RuntimeCore::next_job(std::size_t worker, Job* finished, Outcome&& outcome)
                           another_worker_drains(worker, now);
     const Taken taken = take(worker, now, stand_by, dropped_jobs);
     if (taken.job != nullptr || run.job != nullptr || !dropped_jobs.empty()) {
+      // Outcomes are published outside the lock, and before this worker may sleep.
       if (!dropped_jobs.empty()) notify_if_drained();
       lock.unlock();
       publish_after_take(taken, run, std::move(outcome), dropped_jobs, worker);
@@ -446,7 +447,7 @@ RuntimeCore::Taken RuntimeCore::take(std::size_t worker, TimePoint now, bool sta
   // A job starts only into a free run slot (jobs that hold no thread keep theirs).
   QueueItem* item = !stand_by && running_count_ < slots_.size() ? queue_.take(now, dropped, can_start_)
                                                                 : nullptr;
-  take_dropped(dropped, dropped_jobs);
+  take_dropped(dropped, now, dropped_jobs);
   // Nothing left to start: no queue stands (it drained).
   if (item == nullptr && !stand_by && running_count_ < slots_.size() && queue_.linked_size() == 0) {
     standing_.on_empty();
@@ -677,7 +678,7 @@ void RuntimeCore::timer_loop() {
     // expire() linked the inbox: a worker that looked at it meanwhile saw it empty and may
     // sleep (it marked itself idle before, so this finds it). Lock-free: fine under mu_.
     if (queue_.spliced_total() != spliced) idle_.wake_one();
-    take_dropped(dropped, expired);
+    take_dropped(dropped, now, expired);
     schedule_.take_due(now, due_starts);
     const Deadline next = earlier(earlier(queue_.next_drop_time(), visit_overdue(now, overdue, overruns)),
                                   schedule_.next_start());
@@ -886,8 +887,12 @@ RuntimeStats RuntimeCore::stats() const {
   return s;
 }
 
-void RuntimeCore::take_dropped(std::vector<DroppedItem>& dropped, std::vector<DroppedJob>& out) {
-  for (const DroppedItem& d : dropped) out.push_back({retire(job_of(d.item)), d.reason});
+void RuntimeCore::take_dropped(std::vector<DroppedItem>& dropped, TimePoint now, std::vector<DroppedJob>& out) {
+  for (const DroppedItem& d : dropped) {
+    Job& job = job_of(d.item);
+    prediction_error_.on_drop(job.predicted_start(), now);
+    out.push_back({retire(job), d.reason});
+  }
   dropped.clear();
 }
 

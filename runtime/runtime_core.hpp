@@ -227,8 +227,9 @@ class RuntimeCore final : public JobSource {
   // Marks a job that left the queue without running as finished and hands over the runtime's
   // reference to it; requires mu_.
   JobRef retire(Job& job);
-  // Marks items the queue dropped as finished and takes their references; requires mu_.
-  void take_dropped(std::vector<DroppedItem>& dropped, std::vector<DroppedJob>& out);
+  // Marks items the queue dropped at `now` as finished, records each as a missed prediction
+  // (PredictionError::on_drop) and takes their references; requires mu_.
+  void take_dropped(std::vector<DroppedItem>& dropped, TimePoint now, std::vector<DroppedJob>& out);
   // Publishes `expired` outcomes for them and clears the vector. Must not hold mu_.
   void finish_dropped(std::vector<DroppedJob>& dropped);
   // Admits `job` without mu_ if the queue's lock-free path takes it (see DeadlineQueue's

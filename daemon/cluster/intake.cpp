@@ -31,13 +31,16 @@ std::optional<HttpResponse> ClusterNode::Impl::refused_here(const JobRequest& re
   if (tail <= Duration::zero() || us_of(tail) <= us_of(left)) return std::nullopt;
   metrics_.refused_here.Increment();
   return rejection(req.kind, Reason::deadline_implausible,
-                   "this kind's run-time estimate is longer than the time left, even with "
-                   "nothing queued ahead");
+                   req.expected > Duration::zero()
+                       ? "the job's own size is longer than the time left, even with nothing "
+                         "queued ahead"
+                       : "this kind's run-time estimate is longer than the time left, even with "
+                         "nothing queued ahead");
 }
 
 ClusterNode::ClientGone ClusterNode::Impl::submit(JobRequest req, TimePoint arrived_at, Respond respond) {
   if (std::optional<HttpResponse> refused =
-          refused_here(req, budget_left(req, arrived_at).left, estimates(req.kind).second)) {
+          refused_here(req, budget_left(req, arrived_at).left, estimates(req.kind, req.expected).second)) {
     respond(std::move(*refused));
     return {};
   }
@@ -219,14 +222,20 @@ void ClusterNode::Impl::intake_loop(std::stop_token st) {
 std::vector<std::int64_t> ClusterNode::Impl::served_tails() {
   std::vector<std::int64_t> tails;
   // At least min_useful: a claim retires what the Runtime would refuse budget_too_small, so
-  // that a claimed job is never refused after its claim (JobSpec::admitted).
+  // that a claimed job is never refused after its claim (JobSpec::admitted). A kind whose jobs
+  // each state their size in their args (JobKind::expected: sleep, spin) has no one tail, and a
+  // row keeps no stated size (expected_ms may differ from its args): the claim retires its rows
+  // only below min_useful, so that one long job of the kind does not end its short ones.
   for (const std::string& k : served_) {
-    tails.push_back(us_of(std::max(estimates(k).second, budget_.min_useful)));
+    const JobKind* kind = kinds_.find(k);
+    const bool sized = kind != nullptr && kind->expected;
+    tails.push_back(us_of(std::max(sized ? Duration::zero() : estimates(k).second, budget_.min_useful)));
   }
   return tails;
 }
 
-std::pair<Duration, Duration> ClusterNode::Impl::estimates(const std::string& kind) {
+std::pair<Duration, Duration> ClusterNode::Impl::estimates(const std::string& kind, Duration expected) {
+  if (expected > Duration::zero()) return {expected, expected};
   std::lock_guard lock{estimates_mu_};
   const auto it = estimators_.find(kind);
   if (it == estimators_.end()) return {};
@@ -251,7 +260,7 @@ void ClusterNode::Impl::insert(PgSession& db, std::vector<Pending>& batch) {
     if (!batch[i].respond) continue;  // answered on an earlier try
     const JobRequest& req = batch[i].request;
     const auto [budget, left] = budget_left(req, batch[i].arrived_at);
-    const auto [work, tail] = estimates(req.kind);
+    const auto [work, tail] = estimates(req.kind, req.expected);
     if (std::optional<HttpResponse> refused = refused_here(req, left, tail)) {
       std::exchange(batch[i].respond, {})(std::move(*refused));  // the wait here used it up
       continue;

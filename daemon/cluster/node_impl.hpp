@@ -177,10 +177,12 @@ class ClusterNode::Impl {
   static HttpResponse not_served(const PgError& e);
   // Tells the cluster which kinds this node serves (sandglass_nodes.kinds, for admission).
   void announce_kinds(PgSession& db);
-  // The kind's central and tail estimates, from this node's outcomes and the other nodes'
-  // announced ones (each line of an outcome's NOTIFY carries its run time: run_time_sharing.hpp);
-  // zero when none are known.
-  std::pair<Duration, Duration> estimates(const std::string& kind);
+  // The central and tail estimates of a job of `kind`: with a size (`expected` above zero:
+  // JobRequest::expected, or JobKind::expected from its args), that size for both, as a lone
+  // daemon's key without hinted runs; else the kind's, from this node's outcomes and the other
+  // nodes' announced ones (each line of an outcome's NOTIFY carries its run time:
+  // run_time_sharing.hpp), zero when none are known.
+  std::pair<Duration, Duration> estimates(const std::string& kind, Duration expected = Duration::zero());
   void record_run(const std::string& kind, Duration run);
   std::vector<std::int64_t> served_tails();  // the tail estimate of each kind in served_
   // POST /v1/jobs on an intake thread, for the submissions that waited together: the budget

@@ -80,9 +80,10 @@ TEST_CASE("a cluster GET that waits for a job past its commit point answers at i
           doctest::timeout(120)) {
   ClusterFixture c;
   DaemonProcess& n = c.node({"sleep"}, 2, "[budget]\nreserve_ms = 20");
-  // Committed after 10 ms, it sleeps on past its 400 ms budget: no cancellation stops it.
+  // Committed after 10 ms, it sleeps on past its 400 ms budget: no cancellation stops it. It
+  // says it is short (expected_ms), so that admission takes it.
   const std::uint64_t id = submit_later(
-      n.port(), R"({"kind":"sleep","args":{"ms":5000,"commit_at_ms":10},"timeout_ms":400})");
+      n.port(), R"({"kind":"sleep","expected_ms":1,"args":{"ms":5000,"commit_at_ms":10},"timeout_ms":400})");
   const HttpAnswer a = http(n.port(), "GET", "/v1/jobs/" + std::to_string(id) + "?wait=true");
   CHECK(a.status == 200);
   const auto o = json_of(a);

@@ -49,12 +49,14 @@ Scene hold_one_ahead(ClusterFixture& c, const DaemonProcess& entry, const Daemon
   const std::uint16_t p = entry.port();
   s.short_critical = submit_later(p, R"({"kind":"sleep","args":{"ms":300},"priority":"critical","timeout_ms":20000})");
   s.short_high = submit_later(p, R"({"kind":"sleep","args":{"ms":400},"priority":"high","timeout_ms":20000})");
-  s.long_committed = submit_later(p, fmt::format(R"({{"kind":"sleep","args":{{"ms":{}{}}},"priority":"high","timeout_ms":60000}})", long_ms,
+  // The long ones say they are short (expected_ms), so that admission takes them and the jobs
+  // behind them, however long they really run.
+  s.long_committed = submit_later(p, fmt::format(R"({{"kind":"sleep","expected_ms":1,"args":{{"ms":{}{}}},"priority":"high","timeout_ms":60000}})", long_ms,
                                                    commit ? R"(,"commit_at_ms":20)" : ""));
-  s.long_high = submit_later(p, fmt::format(R"({{"kind":"sleep","args":{{"ms":{}}},"priority":"high","timeout_ms":61000}})", long_ms));
-  s.ahead = submit_later(p, fmt::format(R"({{"kind":"sleep","args":{{"ms":{}}},"priority":"normal","timeout_ms":{}}})",
+  s.long_high = submit_later(p, fmt::format(R"({{"kind":"sleep","expected_ms":1,"args":{{"ms":{}}},"priority":"high","timeout_ms":61000}})", long_ms));
+  s.ahead = submit_later(p, fmt::format(R"({{"kind":"sleep","expected_ms":1,"args":{{"ms":{}}},"priority":"normal","timeout_ms":{}}})",
                                          long_ms, ahead_budget_ms));
-  s.queued = submit_later(p, fmt::format(R"({{"kind":"sleep","args":{{"ms":{}}},"priority":"sheddable","timeout_ms":40000}})", long_ms));
+  s.queued = submit_later(p, fmt::format(R"({{"kind":"sleep","expected_ms":1,"args":{{"ms":{}}},"priority":"sheddable","timeout_ms":40000}})", long_ms));
   for (int i = 0; i < 4; ++i) {
     s.spins.push_back(submit_later(p, fmt::format(R"({{"kind":"spin","args":{{"ms":{}}},"priority":"{}","timeout_ms":{}}})",
                                                   5 + 10 * i, i % 2 == 0 ? "normal" : "critical", 5'000 + 2'000 * i)));
@@ -248,7 +250,8 @@ TEST_CASE("[cluster] claim_ahead sets how many claimed jobs a node holds beyond 
   std::vector<std::uint64_t> jobs;
   const char* classes[] = {"critical", "high", "normal", "sheddable"};
   for (int i = 0; i < 7; ++i) {
-    jobs.push_back(submit_later(p, fmt::format(R"({{"kind":"sleep","args":{{"ms":30000}},"priority":"{}","timeout_ms":{}}})",
+    // Says it is short (expected_ms), so that admission takes it and the jobs behind it.
+    jobs.push_back(submit_later(p, fmt::format(R"({{"kind":"sleep","expected_ms":1,"args":{{"ms":30000}},"priority":"{}","timeout_ms":{}}})",
                                                classes[i % 4], 40'000 + 3'000 * (7 - i))));
   }
   const std::uint64_t spin = submit_later(p, R"({"kind":"spin","args":{"ms":5},"timeout_ms":5000})");

@@ -26,18 +26,18 @@ TEST_CASE("with every worker busy a job is refused when the running job's rest a
     return c.pg.scalar("SELECT busy FROM sandglass_nodes") == "1" &&
            c.pg.scalar("SELECT running_rest_us > 1500000 FROM sandglass_nodes") == "t";
   }));
-  // Nothing is queued, so the counters alone admit it (a 2 s estimate in a 2.4 s budget); with
+  // Nothing is queued, so the counters alone admit it (its own 1.2 s in a 2.4 s budget); with
   // the running job's expected rest (1.5 s or more when reported, and it is refused as long as
-  // more than 0.4 s are left) it does not fit.
+  // more than about 1.2 s are left) it does not fit.
   const std::string jobs = c.pg.scalar("SELECT count(*) FROM sandglass_jobs");
-  const HttpAnswer refused = post_job(a.port(), R"({"kind":"sleep","args":{"ms":10},"timeout_ms":2400})");
+  const HttpAnswer refused = post_job(a.port(), R"({"kind":"sleep","args":{"ms":1200},"timeout_ms":2400})");
   CHECK(refused.status == 503);
   CHECK(text(json_of(refused), "reason") == "deadline_implausible");
   CHECK(c.pg.scalar("SELECT count(*) FROM sandglass_jobs") == jobs);
   // Once the worker is free again, the very same job is admitted and runs.
   REQUIRE(eventually([&] { return state_of(a.port(), runner_id) == "completed"; }, 30s));
   REQUIRE(eventually([&] { return c.pg.scalar("SELECT busy FROM sandglass_nodes") == "0"; }));
-  const HttpAnswer admitted = post_job(a.port(), R"({"kind":"sleep","args":{"ms":10},"timeout_ms":2400})");
+  const HttpAnswer admitted = post_job(a.port(), R"({"kind":"sleep","args":{"ms":1200},"timeout_ms":2400})");
   CHECK(admitted.status == 200);
   CHECK(text(json_of(admitted), "reason") == "ok");
 }
