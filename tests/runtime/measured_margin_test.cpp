@@ -4,7 +4,7 @@
 
 #include <doctest/doctest.h>
 
-#include "tests/runtime/run_for.hpp"
+#include "tests/runtime/fixtures.hpp"
 
 #include <array>
 #include <latch>
