@@ -7,5 +7,6 @@
 ALTER TABLE sandglass_nodes ADD COLUMN unstarted bigint[] NOT NULL DEFAULT '{}';
 
 -- sandglass_forget bounds the count of finished rows too (records.max_count): new arguments,
--- defined in functions.sql.
-DROP FUNCTION sandglass_forget(bigint, integer);
+-- defined in functions.sql (applied after the numbered files; on a new database there is none
+-- to drop yet).
+DROP FUNCTION IF EXISTS sandglass_forget(bigint, integer);
