@@ -10,6 +10,8 @@
 //   outcome_writer.cpp  a local job's end: its outcome queued for the claimer, the outcome
 //                       arrays of a statement, the fencing's stale count
 //   listener.cpp        LISTEN/NOTIFY: waiters answered, cancels, claimer wake-ups
+//   cluster_view.cpp    the listing and /v1/stats' "cluster" object (on an intake thread), and
+//                       the report of the runs held unstarted (maintenance thread)
 // and the state with an owner of its own:
 //   waiters.hpp         the waiting clients, each with a timer at its deadline + the reserve
 //   held_runs.hpp       the runs this node holds, keyed by (job id, attempt)
