@@ -191,10 +191,16 @@ TEST_CASE("/v1/stats names every node with its lease age and incarnation, and a 
   CHECK(text(nb, "incarnation").starts_with(name_b + "/"));
   for (const auto* n : {&na, &nb}) {
     CHECK(n->at("lease_age_ms").to_number<std::int64_t>() >= 0);
-    CHECK(n->at("lease_age_ms").to_number<std::int64_t>() < kLeaseMs);
     CHECK(n->at("lease_ms").to_number<std::int64_t>() == kLeaseMs);
-    CHECK(n->at("lost").as_bool() == false);
   }
+  // Both beat (a snapshot on a loaded machine may catch a late beat; the next one is fresh).
+  CHECK(eventually([&] {
+    for (const std::string& name : {name_a, name_b}) {
+      const auto n = node_in_stats(a.port(), name);
+      if (n.empty() || n.at("lost").as_bool() || n.at("lease_age_ms").to_number<std::int64_t>() >= kLeaseMs) return false;
+    }
+    return true;
+  }));
   CHECK(nb.at("kinds").as_array().size() == 1);
   // The node's own snapshot stays where it was.
   CHECK(s.contains("capacity"));
