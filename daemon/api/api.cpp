@@ -156,7 +156,7 @@ Api::ClientGone Api::handle(const HttpRequest& request, Respond respond) {
   }
   if (path == kJobsPath) {
     if (method == "GET") {
-      respond(list_jobs(split_target(request.target).query));
+      list_jobs(split_target(request.target).query, respond);
       return {};
     }
     if (method != "POST") {
@@ -169,6 +169,10 @@ Api::ClientGone Api::handle(const HttpRequest& request, Respond respond) {
   if (is_status_page_path(path)) {
     r = status_page_response(path, method);
   } else if (path == "/v1/stats") {
+    if (method == "GET" && cluster_ != nullptr) {
+      cluster_->stats(stats().body, std::move(respond));  // with the cluster's figures added
+      return {};
+    }
     r = method == "GET" ? stats() : method_not_allowed("GET");
   } else if (path.starts_with(kJobPathPrefix)) {
     const auto id = job_id_of(path);
@@ -402,12 +406,15 @@ HttpResponse Api::metrics() {
   return {.content_type = "text/plain; version=0.0.4; charset=utf-8", .body = std::move(body)};
 }
 
-HttpResponse Api::list_jobs(std::string_view query) {
+void Api::list_jobs(std::string_view query, Respond& respond) {
   auto parsed = parse_listing_query(query);
   if (auto* e = std::get_if<RequestError>(&parsed)) {
-    return error_response(kStatusBadRequest, e->message, e->field);
+    respond(error_response(kStatusBadRequest, e->message, e->field));
+  } else if (cluster_ != nullptr) {
+    cluster_->list_jobs(std::get<ListingQuery>(parsed), std::move(respond));
+  } else {
+    respond({.body = listing_json(records_, std::get<ListingQuery>(parsed), Clock::now())});
   }
-  return {.body = listing_json(records_, std::get<ListingQuery>(parsed), Clock::now())};
 }
 
 HttpResponse Api::stats() {

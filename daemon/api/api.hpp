@@ -80,8 +80,9 @@ class Api {
   // client waits for it); else an empty function.
   ClientGone handle(const HttpRequest& request, Respond respond);
 
-  // Cluster mode ([cluster]): job submissions, records and cancels go to the shared queue
-  // through `node` (which must outlive the Api); the listing and /v1/stats stay this node's.
+  // Cluster mode ([cluster]): job submissions, records, cancels and the listing go to the shared
+  // queue through `node` (which must outlive the Api); /v1/stats is this node's snapshot with the
+  // whole cluster's figures added ("cluster").
   void set_cluster(cluster::ClusterNode* node) noexcept { cluster_ = node; }
 
  private:
@@ -112,7 +113,8 @@ class Api {
   HttpResponse job_record(std::uint64_t id);
   HttpResponse cancel_job(std::uint64_t id);
   HttpResponse metrics();
-  HttpResponse list_jobs(std::string_view query);
+  // GET /v1/jobs: this daemon's records, or in cluster mode the database's (cluster_view.hpp).
+  void list_jobs(std::string_view query, Respond& respond);
   HttpResponse stats();
 
   const DaemonConfig& config_;

@@ -12,9 +12,9 @@
 namespace sandglass::daemon {
 namespace {
 
-constexpr std::array<std::string_view, 8> kStates{"scheduled", "queued",  "running",
-                                                 "completed", "failed",  "rejected",
-                                                 "expired",   "cancelled"};
+constexpr std::array<std::string_view, 9> kStates{"scheduled", "queued",   "claimed",
+                                                 "running",   "completed", "failed",
+                                                 "rejected",  "expired",  "cancelled"};
 
 std::optional<std::uint64_t> whole_number(std::string_view text) {
   std::uint64_t n = 0;
@@ -62,7 +62,8 @@ std::variant<ListingQuery, RequestError> parse_listing_query(std::string_view qu
     if (!value) return bad(key, "has a malformed percent escape");
     if (key == "state") {
       if (std::find(kStates.begin(), kStates.end(), *value) == kStates.end()) {
-        return bad(key, "must be one of scheduled, queued, running, completed, failed, rejected, expired, cancelled");
+        return bad(key, "must be one of scheduled, queued, running, completed, failed, rejected, "
+                        "expired, cancelled, claimed");
       }
       q.state = *value;
     } else if (key == "kind") {

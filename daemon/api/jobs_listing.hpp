@@ -3,8 +3,9 @@
 //   GET /v1/jobs?state=running&kind=sleep&limit=20
 //   {"jobs": [<record>, ...], "next_cursor": "1234"}      next page: ...&cursor=1234
 //
-// Query parameters, each at most once: `state` (scheduled, queued, running, completed, failed, rejected,
-// expired, cancelled), `kind`, `reason` (a reason code, e.g. queue_full), `cause` (caller,
+// Query parameters, each at most once: `state` (scheduled, queued, claimed, running, completed,
+// failed, rejected, expired, cancelled; claimed only in cluster mode: a job its node claimed
+// ahead and has not started), `kind`, `reason` (a reason code, e.g. queue_full), `cause` (caller,
 // deadline, upstream, shutdown), `limit` (1..1000, default 100) and `cursor` (a next_cursor
 // from an earlier page: the jobs submitted before the last one listed). Values are
 // percent-decoded ('+' is a space). Anything else is a RequestError naming the parameter.
@@ -15,6 +16,9 @@
 // at under a short lock and renders outside it; it never walks the records under a lock.
 // next_cursor is null when no older job is left to look at; a page may come out shorter than
 // `limit`, even empty, when the filters match nothing older.
+//
+// In cluster mode the listing comes from the database instead, with the same parameters and
+// shape and each job's "node" (daemon/cluster/cluster_view.hpp).
 //
 // Thread safety: pure functions over a JobRecords (which is thread-safe).
 #pragma once
@@ -34,7 +38,7 @@ inline constexpr std::size_t kDefaultListingLimit = 100;
 inline constexpr std::size_t kMaxListingLimit = 1000;
 
 struct ListingQuery {
-  std::string state;  // empty: any; else one of the seven states
+  std::string state;  // empty: any; else one of the states above
   std::optional<std::string> kind;
   std::optional<Reason> reason;
   std::optional<CancelCause> cause;

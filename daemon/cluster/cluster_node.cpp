@@ -35,6 +35,7 @@ ClusterNode::Impl::Impl(const DaemonConfig& config, const KindRegistry& kinds, R
                          .max_age = config.runtime.estimate_max_age,
                          .age_in_runs = config.runtime.estimate_age_in_runs},
       keep_records_{std::max<std::chrono::milliseconds>(config.records.keep, kLeastKeep)},
+      records_max_count_{config.records.max_count},
       lease_{{.lease = config.cluster->lease, .margin = config.cluster->lease / 4}} {
   if (config_.kinds.empty()) {
     served_ = kinds_.names();

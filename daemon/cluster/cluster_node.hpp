@@ -56,6 +56,7 @@
 #pragma once
 
 #include "daemon/api/job_request.hpp"
+#include "daemon/api/jobs_listing.hpp"
 #include "daemon/http/http_message.hpp"
 
 #include <sandglass/daemon/daemon_config.hpp>
@@ -109,6 +110,13 @@ class ClusterNode {
   // for a running one (it ends on its node); else 202 {"id", "state": "cancelling"}.
   void cancel(JobId id, Respond respond);
   std::string metrics_text() const;            // the cluster series, Prometheus text format
+  // GET /v1/jobs from the database (cluster_view.hpp): the whole cluster's jobs, each with its
+  // "node". Answers through `respond` exactly once, from another thread.
+  void list_jobs(const ListingQuery& query, Respond respond);
+  // GET /v1/stats: `local_stats` (this node's snapshot, stats_json) with the "cluster" object
+  // from the database added (cluster_view.hpp). Answers through `respond` exactly once, from
+  // another thread.
+  void stats(std::string local_stats, Respond respond);
   bool ready() const noexcept;                 // false while the database is unreachable
   const std::string& node_name() const noexcept;
 

@@ -76,6 +76,15 @@ std::vector<JobHandle> HeldRuns::cancel_all() {
   return handles;
 }
 
+std::vector<JobId> HeldRuns::unstarted() const {
+  std::vector<JobId> out;
+  std::lock_guard lock{mu_};
+  for (const auto& [run, held] : runs_) {
+    if (!held.started_at && (out.empty() || out.back() != run.id)) out.push_back(run.id);
+  }
+  return out;
+}
+
 std::vector<RunId> HeldRuns::runs() const {
   std::vector<RunId> out;
   std::lock_guard lock{mu_};

@@ -66,6 +66,9 @@ class HeldRuns {
   std::vector<JobHandle> cancel_all();
 
   std::vector<RunId> runs() const;
+  // The jobs of the runs held whose handler has not started (claimed ahead, in the local
+  // queue; or about to start), in id order.
+  std::vector<JobId> unstarted() const;
   // How many runs are held and their expected rest at `now`: a run not started (claimed ahead,
   // in the local queue) has all its central estimate ahead; a started one its start + the tail
   // estimate - now, at least zero.

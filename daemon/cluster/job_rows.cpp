@@ -33,8 +33,10 @@ constexpr std::string_view kRecordColumns =
     " floor(extract(epoch FROM deadline - coalesce(finished_at, clock_timestamp())) * 1000000)::bigint,"
     " cancel_requested";
 
-// One row of kRecordColumns as the job record the daemon answers with (the local record's
-// fields, and "node": the node that ran it, "attempt", "priority").
+}  // namespace
+
+std::string_view record_columns() noexcept { return kRecordColumns; }
+
 Record record_of(const PgRows& rows, int r) {
   Record rec;
   rec.id = static_cast<JobId>(rows.integer(r, 0));
@@ -77,8 +79,6 @@ Record record_of(const PgRows& rows, int r) {
   rec.json = json_text(o);
   return rec;
 }
-
-}  // namespace
 
 std::string json_text(const boost::json::object& o) { return boost::json::serialize(o); }
 

@@ -42,6 +42,12 @@ struct Record {
   std::int64_t remaining_us = 0;
 };
 
+// The columns `record_of` reads, in its order (of sandglass_jobs, unqualified): a query may
+// select more after them.
+std::string_view record_columns() noexcept;
+// Row `r` of a result that starts with record_columns() as the job record the daemon answers
+// with (the local record's fields, and "node": the node that ran it, "attempt", "priority").
+Record record_of(const PgRows& rows, int r);
 // The rows of `ids` that exist (any order). Throws PgError.
 std::vector<Record> fetch_records(PgSession& db, const std::vector<JobId>& ids);
 // A terminal record as a waiter's answer: the status its reason and cause map to.

@@ -2,7 +2,8 @@
 // session of its own: sweeps lost nodes' jobs (sandglass_sweep, migrations/functions.sql, "Nodes
 // and leases": only once this node has itself held its lease for a whole lease since the database
 // started), retires expired heads while every worker is busy, and forgets finished records past
-// records.keep_ms (sandglass_forget). Any of these may wait on a lock; none delays a beat.
+// records.keep_ms or beyond records.max_count (sandglass_forget); it also reports the runs held
+// here unstarted (cluster_view.cpp). Any of these may wait on a lock; none delays a beat.
 #include "daemon/cluster/job_rows.hpp"
 #include "daemon/cluster/node_impl.hpp"
 
@@ -20,6 +21,7 @@ void ClusterNode::Impl::maintenance_loop(std::stop_token st) {
     if (st.stop_requested()) return;
     try {
       ensure(db);
+      note_unstarted(*db);
       sweep(*db);
       forget_records(*db);
     } catch (const PgError& e) {
@@ -54,8 +56,10 @@ void ClusterNode::Impl::forget_records(PgSession& db) {
   const TimePoint now = Clock::now();
   if (now < next_forget_) return;
   next_forget_ = now + kForgetEvery;
-  const PgRows forgotten = db.exec("SELECT sandglass_forget($1, $2)",
-                                   {std::to_string(keep_records_.count()), std::to_string(kForgetBatch)});
+  const PgRows forgotten = db.exec(
+      "SELECT sandglass_forget($1, $2, $3, $4)",
+      {std::to_string(keep_records_.count()), std::to_string(kForgetBatch),
+       std::to_string(records_max_count_), std::to_string(std::chrono::milliseconds{kLeastKeep}.count())});
   metrics_.forgotten.Increment(static_cast<double>(forgotten.integer(0, 0)));
 }
 

@@ -10,6 +10,8 @@
 //   outcome_writer.cpp  a local job's end: its outcome queued for the claimer, the outcome
 //                       arrays of a statement, the fencing's stale count
 //   listener.cpp        LISTEN/NOTIFY: waiters answered, cancels, claimer wake-ups
+//   cluster_view.cpp    the listing and /v1/stats' "cluster" object (on an intake thread), and
+//                       the report of the runs held unstarted (maintenance thread)
 // and the state with an owner of its own:
 //   waiters.hpp         the waiting clients, each with a timer at its deadline + the reserve
 //   held_runs.hpp       the runs this node holds, keyed by (job id, attempt)
@@ -25,6 +27,7 @@
 // Thread safety: as ClusterNode; each guarded member names its mutex.
 #pragma once
 
+#include "daemon/api/jobs_listing.hpp"
 #include "daemon/cluster/cluster_metrics.hpp"
 #include "daemon/cluster/cluster_node.hpp"
 #include "daemon/cluster/held_runs.hpp"
@@ -96,6 +99,9 @@ class ClusterNode::Impl {
   void job_record(JobId id, bool wait, Respond respond);
   void cancel(JobId id, Respond respond);
   std::string metrics_text() const;
+  // The cluster view (cluster_view.hpp), read on an intake thread.
+  void list_jobs(const ListingQuery& query, Respond respond);
+  void stats(std::string local_stats, Respond respond);
   bool ready() const noexcept { return db_ok_.load(std::memory_order_relaxed); }
   const std::string& node_name() const noexcept { return node_; }
 
@@ -346,7 +352,11 @@ class ClusterNode::Impl {
   // records; on a thread and session of their own, so that none of them delays a beat.
   void maintenance_loop(std::stop_token st);
   void sweep(PgSession& db);
-  void forget_records(PgSession& db);  // the finished records older than keep_records_
+  // The finished records older than keep_records_, and beyond records_max_count_ the oldest.
+  void forget_records(PgSession& db);
+  // Reports the runs held here unstarted (sandglass_note_unstarted, cluster_view.cpp) when they
+  // changed since the last report. Maintenance thread.
+  void note_unstarted(PgSession& db);
 
   // ---- state
   const ClusterConfig config_;
@@ -358,7 +368,11 @@ class ClusterNode::Impl {
   const std::size_t capacity_;
   const ServiceTimeEstimatorOptions estimator_options_;
   const std::chrono::milliseconds keep_records_;  // records.keep_ms, at least kLeastKeep
+  const std::size_t records_max_count_;           // records.max_count
   TimePoint next_forget_{};                       // the maintenance thread's
+  // What note_unstarted last wrote, and for which owner: the maintenance thread's.
+  std::string noted_owner_;
+  std::vector<JobId> noted_unstarted_;
   std::vector<std::string> served_;
   std::string served_array_;  // served_ as a text array parameter
   std::string node_;

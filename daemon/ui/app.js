@@ -1,4 +1,6 @@
-// The status page: polls /v1/stats and /v1/jobs about once a second and redraws.
+// The status page: polls /v1/stats and /v1/jobs about once a second and redraws. In cluster
+// mode (/v1/stats has "cluster") it also shows the cluster's nodes, each job's node, and the
+// jobs claimed ahead (claimed by a node, not started yet) among the live ones.
 // Every string from the daemon (kinds, reasons, errors come from clients) reaches the page as
 // text (textContent or text nodes); nothing is ever parsed as HTML. A bearer token, when the
 // daemon asks for one, lives in the variable `token` only: never in storage, never in a URL.
@@ -173,12 +175,15 @@
       const cancel = el('button', { type: 'button', class: 'cancel', dataset: { id: String(j.id) } }, 'Cancel');
       cancel.addEventListener('click', () => cancelJob(j.id, cancel));
       if (j.cause) { cancel.disabled = true; cancel.textContent = 'cancelling'; }
+      const where = j.node ? ` on ${j.node}` : (j.state === 'running' ? ` on worker ${j.worker}` : '');
       const who = el('div', { class: 'who' }, el('b', null, `#${j.id} `), el('span', { class: 'kind' }, j.kind),
-        el('small', null, j.state + (j.state === 'running' ? ` on worker ${j.worker}` : '')));
+        el('small', null, j.state + where));
       who.addEventListener('click', () => showDetail(j.id));
       return el('li', { dataset: { id: String(j.id), state: j.state } }, who, budgetBar(j.timings), cancel);
     }));
   }
+
+  const isLive = (j) => j.state === 'queued' || j.state === 'running' || j.state === 'claimed';
 
   // ---- recent outcomes ---------------------------------------------------------------------
   function drawRecent() {
@@ -196,6 +201,7 @@
         el('td', { class: 'state st-' + j.state }, j.state),
         el('td', { class: 'reason' }, j.reason === null ? '' : j.reason),
         el('td', { class: 'cause' }, j.cause || ''),
+        el('td', { class: 'node cluster-only' }, j.node || ''),
         el('td', { class: 'n' }, t.budget_ms),
         el('td', { class: 'n' }, t.queue_ms),
         el('td', { class: 'n' }, t.run_ms),
@@ -212,7 +218,7 @@
     const gone = [...liveIds].filter((id) => !now.has(id)).slice(0, JUST_ENDED_MAX);
     liveIds = now;
     const records = await Promise.all(gone.map((id) => api(`/v1/jobs/${id}`).catch(() => null)));
-    const ended = records.filter((j) => j && j.state !== 'queued' && j.state !== 'running');
+    const ended = records.filter((j) => j && !isLive(j));
     if (ended.length === 0) return;
     const ids = new Set(ended.map((j) => j.id));
     justEnded = [...ended, ...justEnded.filter((j) => !ids.has(j.id))].slice(0, JUST_ENDED_MAX);
@@ -239,15 +245,16 @@
     const fields = [
       ['kind', j.kind], ['state', j.state], ['reason', j.reason], ['cause', j.cause],
       ['budget at admission', `${t.budget_ms} ms`], ['queued', `${t.queue_ms} ms`], ['running', `${t.run_ms} ms`],
-      [j.state === 'queued' || j.state === 'running' ? 'left now' : 'left at the end',
+      [isLive(j) ? 'left now' : 'left at the end',
         t.remaining_ms < 0 ? `${-t.remaining_ms} ms past the deadline` : `${t.remaining_ms} ms`],
+      ['node', j.node], ['attempt', j.attempt],
       ['worker', j.worker], ['waiting clients', j.waiters], ['error', j.error],
       ['result', j.result === undefined ? undefined : JSON.stringify(j.result).slice(0, 2000)],
     ];
     $('detail-fields').replaceChildren(...fields.filter(([, v]) => v !== undefined && v !== null)
       .flatMap(([k, v]) => [el('dt', null, k), el('dd', { dataset: { field: k } }, v)]));
     $('detail-bar').replaceChildren(budgetBar(t));
-    const live = j.state === 'queued' || j.state === 'running';
+    const live = isLive(j);
     const b = $('detail-cancel');
     b.hidden = !live;
     b.disabled = !!j.cause;
@@ -272,6 +279,32 @@
     $('pools').replaceChildren(...Object.entries(s.sql_pools)
       .map(([db, p]) => el('li', null, `database ${db}: `, el('b', null, `${p.in_use ?? 0} in use`),
         ` of ${p.connections ?? 0} open, pool size ${p.size ?? 0}`)));
+  }
+
+  // ---- the cluster -------------------------------------------------------------------------
+  // Its nodes (each incarnation, lost ones red) and its live jobs per state and class, when
+  // /v1/stats has them (cluster mode).
+  function drawCluster(s) {
+    const c = s.cluster;
+    document.body.classList.toggle('cluster', !!c);
+    $('cluster').hidden = !c;
+    if (!c) return;
+    if (!c.nodes) {
+      setText('cluster-me', `the cluster database cannot be reached: ${c.error || 'no answer'}`);
+      return;
+    }
+    setText('cluster-me', `this node: ${c.node}`);
+    $('nodes').replaceChildren(...c.nodes.map((n) => el('tr', { class: n.lost ? 'lost' : '', dataset: { node: n.name } },
+      el('td', { class: 'name' }, n.name),
+      el('td', { class: 'incarnation' }, n.incarnation),
+      el('td', { class: 'n lease-age' }, n.lease_age_ms),
+      el('td', { class: 'n workers' }, n.workers),
+      el('td', { class: 'n busy' }, n.busy),
+      el('td', { class: 'n ahead' }, n.claimed_ahead),
+      el('td', { class: 'lease' }, n.lost ? (n.swept ? 'lost (taken back)' : 'lost') : `held (${n.lease_ms} ms)`))));
+    $('cluster-jobs').replaceChildren(...Object.entries(c.jobs).map(([state, by]) =>
+      el('li', { dataset: { state } }, state + ' ', el('b', null, by.total),
+        ' (' + Object.entries(by).filter(([k]) => k !== 'total').map(([k, n]) => `${k} ${n}`).join(', ') + ')')));
   }
 
   // ---- polling and trouble -----------------------------------------------------------------
@@ -304,13 +337,16 @@
         api(`/v1/jobs?state=queued&limit=${LIVE_LIMIT}`),
         api(`/v1/jobs?limit=${RECENT_LIMIT}` + (state ? `&state=${encodeURIComponent(state)}` : '')),
       ]);
+      // Jobs claimed ahead exist only in a cluster.
+      const claimed = stats.cluster ? await api(`/v1/jobs?state=claimed&limit=${LIVE_LIMIT}`) : { jobs: [] };
       drawTiles(stats);
       drawChart(stats);
       drawKinds(stats);
-      const live = [...running.jobs, ...queued.jobs];
+      drawCluster(stats);
+      const live = [...running.jobs, ...claimed.jobs, ...queued.jobs];
       drawLive(live);
       await noteEnded(live);
-      lastRecent = recent.jobs.filter((j) => j.state !== 'queued' && j.state !== 'running');
+      lastRecent = recent.jobs.filter((j) => !isLive(j));
       drawRecent();
       await refreshDetail();
       $('banner').hidden = true;

@@ -913,29 +913,76 @@ END $$;
 -- ---------------------------------------------------------------------------------------------
 -- Forgetting finished records
 
--- Deletes at most p_limit rows that are done and finished before clock_timestamp() - p_keep_ms
--- (records.keep_ms, as a lone daemon keeps them); a queued or running row is never deleted. It
--- walks the table in id order from the oldest row and stops at the first row created after that
--- instant (a later id was created later, up to the few ms between an id's allocation and its
--- insert: a row missed so goes with a later call), so a call reads the rows it deletes and the
--- old rows still live or recently finished, never the whole table, and needs no index of its
--- own (an index on finished_at would cost every outcome's write one more insert). One forgetter
--- at a time: a call that finds another under way returns 0 at once, rather than walk and wait
--- for the same oldest rows as the other (every node calls it).
-CREATE OR REPLACE FUNCTION sandglass_forget(p_keep_ms bigint, p_limit integer)
+-- Deletes at most p_limit rows that are done: those finished before clock_timestamp() - p_keep_ms
+-- (records.keep_ms, as a lone daemon keeps them) and, when p_max_count is given
+-- (records.max_count), every done row older (by id: by submission) than the newest p_max_count
+-- done rows, once it finished before clock_timestamp() - p_least_keep_ms (a waiter answered by
+-- NOTIFY still reads its record). A queued or running row is never deleted. It walks the table
+-- in id order from the oldest row and stops at the first row created after the keep_ms cut-off
+-- that is not beyond the count (a later id was created later, up to the few ms between an id's
+-- allocation and its insert: a row missed so goes with a later call), so a call reads the rows
+-- it deletes and the old rows still live or recently finished, never the whole table, and needs
+-- no index of its own (an index on finished_at would cost every outcome's write one more
+-- insert). Finding the count's cut reads the newest p_max_count done rows backwards along the
+-- primary key (and the live rows among them). One forgetter at a time: a call that finds
+-- another under way returns 0 at once, rather than walk and wait for the same oldest rows as
+-- the other (every node calls it).
+CREATE OR REPLACE FUNCTION sandglass_forget(p_keep_ms bigint, p_limit integer,
+                                            p_max_count bigint DEFAULT NULL,
+                                            p_least_keep_ms bigint DEFAULT 0)
 RETURNS integer LANGUAGE plpgsql SET enable_seqscan = off SET enable_sort = off AS $$
 DECLARE
-  v_before timestamptz := clock_timestamp() - p_keep_ms * interval '1 millisecond';
+  v_now timestamptz := clock_timestamp();
+  v_before timestamptz := v_now - p_keep_ms * interval '1 millisecond';
+  v_least timestamptz := v_now - p_least_keep_ms * interval '1 millisecond';
+  v_beyond bigint;  -- the newest done row beyond the count: it and older done rows may go
   v_ids bigint[] := '{}'; r record; v_deleted integer;
 BEGIN
   IF NOT pg_try_advisory_xact_lock(7170734562315111685) THEN RETURN 0; END IF;
+  IF p_max_count IS NOT NULL THEN
+    SELECT j.id INTO v_beyond FROM sandglass_jobs j WHERE j.state = 'done'
+     ORDER BY j.id DESC OFFSET p_max_count LIMIT 1;
+  END IF;
   FOR r IN SELECT j.id, j.state, j.created_at, j.finished_at FROM sandglass_jobs j ORDER BY j.id LOOP
-    EXIT WHEN r.created_at >= v_before OR cardinality(v_ids) >= p_limit;
-    IF r.state = 'done' AND coalesce(r.finished_at, r.created_at) < v_before THEN v_ids := v_ids || r.id; END IF;
+    EXIT WHEN (r.created_at >= v_before AND (v_beyond IS NULL OR r.id > v_beyond))
+           OR cardinality(v_ids) >= p_limit;
+    IF r.state = 'done' AND (coalesce(r.finished_at, r.created_at) < v_before
+                             OR (r.id <= v_beyond AND coalesce(r.finished_at, r.created_at) < v_least)) THEN
+      v_ids := v_ids || r.id;
+    END IF;
   END LOOP;
   IF cardinality(v_ids) = 0 THEN RETURN 0; END IF;
   DELETE FROM sandglass_jobs j
-   WHERE j.id = ANY (v_ids) AND j.state = 'done' AND coalesce(j.finished_at, j.created_at) < v_before;
+   WHERE j.id = ANY (v_ids) AND j.state = 'done'
+     AND (coalesce(j.finished_at, j.created_at) < v_before
+          OR (j.id <= v_beyond AND coalesce(j.finished_at, j.created_at) < v_least));
   GET DIAGNOSTICS v_deleted = ROW_COUNT;
   RETURN v_deleted;
 END $$;
+
+-- ---------------------------------------------------------------------------------------------
+-- The cluster view (daemon/cluster/cluster_view.hpp): what the listing and /v1/stats read
+--
+-- A running row is "claimed" while its node holds it unstarted (claimed ahead, in its local
+-- queue) as the node last reported (sandglass_nodes.unstarted, 004_cluster_view.sql), else
+-- "running"; every other state is the row's own ('done' rows show their outcome_state).
+
+-- The node p_owner's unstarted runs now (its maintenance thread, once per heartbeat interval,
+-- only when they changed). A lost row keeps what it had: it holds nothing any more.
+CREATE OR REPLACE FUNCTION sandglass_note_unstarted(p_owner text, p_ids bigint[])
+RETURNS void LANGUAGE sql AS $$
+  UPDATE sandglass_nodes n SET unstarted = p_ids
+   WHERE n.owner = p_owner AND NOT n.lost AND n.unstarted IS DISTINCT FROM p_ids;
+$$;
+
+-- The state the listing shows for a row of state p_state, id p_id and owner p_owner.
+CREATE OR REPLACE FUNCTION sandglass_listed_state(p_state text, p_outcome_state text, p_id bigint,
+                                                  p_owner text)
+RETURNS text LANGUAGE sql STABLE AS $$
+  SELECT CASE
+    WHEN p_state = 'done' THEN p_outcome_state
+    WHEN p_state = 'running' AND EXISTS (SELECT 1 FROM sandglass_nodes n
+                                          WHERE n.owner = p_owner AND p_id = ANY (n.unstarted))
+      THEN 'claimed'
+    ELSE p_state END;
+$$;

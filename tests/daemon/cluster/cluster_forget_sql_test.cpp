@@ -1,8 +1,9 @@
 // sandglass_forget (functions.sql, sandglass_forget) called directly on a real
 // PostgreSQL migrated by `sandglassd --migrate`: it deletes the rows of jobs that finished
 // longer ago than the time kept, never a queued or running one nor one that finished since,
-// at most `limit` of them, oldest first, and stops at the first row created since; one call at
-// a time.
+// at most `limit` of them, oldest first, and stops at the first row created since; given a
+// count (records.max_count), also the done rows beyond the newest that many, but none that
+// finished within the least time kept; one call at a time.
 #include "cluster/held_session.hpp"
 #include "cluster/migrated_db.hpp"
 
@@ -74,6 +75,27 @@ TEST_SUITE("cluster forget sql") {
     db.pg.execute("DELETE FROM sandglass_jobs WHERE id = 2");
     CHECK(db.pg.scalar("SELECT sandglass_forget(5000, 100)") == "1");
     CHECK(ids(db.pg).empty());
+  }
+
+  TEST_CASE("beyond the count the oldest done rows go, live rows are not counted, none that just "
+            "finished" * doctest::timeout(120)) {
+    MigratedDb db;
+    add_row(db.pg, 1, "done", 100, 50);
+    add_row(db.pg, 2, "running", 100);
+    add_row(db.pg, 3, "done", 90, 30);
+    add_row(db.pg, 4, "queued", 80);
+    add_row(db.pg, 5, "done", 70, 20);
+    add_row(db.pg, 6, "done", 60, 0);  // finished just now: within the least time kept
+    add_row(db.pg, 7, "done", 50, 10);
+    // Kept 5 min by age: only the count decides. The two newest done rows stay.
+    CHECK(db.pg.scalar("SELECT sandglass_forget(300000, 100, 2, 1000)") == "3");
+    CHECK(ids(db.pg) == "2,4,6,7");
+    CHECK(db.pg.scalar("SELECT sandglass_forget(300000, 100, 2, 1000)") == "0");
+    // None kept by count: the one that finished just now still stays.
+    CHECK(db.pg.scalar("SELECT sandglass_forget(300000, 100, 0, 1000)") == "1");
+    CHECK(ids(db.pg) == "2,4,6");
+    // Without a count, as before: by age only.
+    CHECK(db.pg.scalar("SELECT sandglass_forget(300000, 100)") == "0");
   }
 
   TEST_CASE("a call while another is under way returns at once and deletes nothing" *
