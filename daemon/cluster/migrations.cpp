@@ -66,9 +66,36 @@ void check_applied_files(PgSession& session) {
   }
 }
 
+// Whether the database has every numbered file of this binary and its functions.sql, read
+// without a lock: then a start has nothing to apply.
+bool up_to_date(PgSession& session) {
+  const PgRows tables = session.exec(
+      "SELECT to_regclass('sandglass_schema_migrations') IS NOT NULL"
+      " AND to_regclass('sandglass_functions_applied') IS NOT NULL");
+  if (!tables.boolean(0, 0)) return false;
+  const PgRows state = session.exec(
+      "SELECT (SELECT coalesce(max(version), 0) FROM sandglass_schema_migrations),"
+      " coalesce((SELECT checksum = md5($1) FROM sandglass_functions_applied), false)",
+      {std::string{cluster_functions()}});
+  const int known = migrations().empty() ? 0 : migrations().back().version;
+  return state.integer(0, 0) == known && state.boolean(0, 1);
+}
+
+bool functions_current(PgSession& session) {
+  return session.exec("SELECT EXISTS (SELECT 1 FROM sandglass_functions_applied WHERE checksum = md5($1))",
+                      {std::string{cluster_functions()}})
+      .boolean(0, 0);
+}
+
 }  // namespace
 
-MigrationReport migrate(PgSession& session) {
+MigrationReport migrate(PgSession& session, ApplyFunctions apply) {
+  if (apply == ApplyFunctions::when_changed && up_to_date(session)) {
+    check_applied_files(session);
+    MigrationReport report;
+    report.from_version = report.to_version = migrations().empty() ? 0 : migrations().back().version;
+    return report;
+  }
   LockGuard lock{session};
   session.exec(
       "CREATE TABLE IF NOT EXISTS sandglass_schema_migrations ("
@@ -94,7 +121,14 @@ MigrationReport migrate(PgSession& session) {
     report.applied.push_back(m.name);
     report.to_version = m.version;
   }
-  apply_in_transaction(session, "functions.sql", cluster_functions());
+  // A peer that started meanwhile may have applied this very file (checked under the lock).
+  if (apply == ApplyFunctions::always || !report.applied.empty() || !functions_current(session)) {
+    apply_in_transaction(session, "functions.sql", cluster_functions(),
+                         "INSERT INTO sandglass_functions_applied (checksum) VALUES (md5($1))"
+                         " ON CONFLICT (one) DO UPDATE SET checksum = EXCLUDED.checksum",
+                         {std::string{cluster_functions()}});
+    report.functions_applied = true;
+  }
   return report;
 }
 

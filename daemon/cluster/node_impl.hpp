@@ -221,6 +221,10 @@ class ClusterNode::Impl {
   void add_waiter(JobId id, const Respond& respond, TimePoint due,
                   std::function<HttpResponse(const Record&)> answer_from_row = {});
   void listener_loop(std::stop_token st);
+  // LISTENs on the cancel channel of the current incarnation instead of `cancel_channel` (empty:
+  // none yet), which it then names, and cancels what was asked before. Returns the epoch
+  // followed. Throws PgError.
+  std::uint64_t listen_for_cancels(PgSession& db, std::string& cancel_channel);
   void handle_notifications(PgSession& db, const std::vector<Notification>& notes);
   // One outcome line "ID KIND RUN_US": learns the run time, the notify lag, and moves the job's
   // waiters to `to_answer`.
