@@ -293,7 +293,8 @@ class ClusterNode::Impl {
   // rest are the other nodes' sweep's, once this node has left.
   void give_back(PgSession& db);
   static OutcomeArrays outcome_arrays(const std::vector<Finish>& batch);
-  // One outcome a statement wrote, and whether it announced it on sandglass_outcome.
+  // One outcome a statement wrote, and whether it announced it (functions.sql, "Announced
+  // outcomes").
   struct Written {
     JobId id;
     bool notified;
