@@ -85,7 +85,9 @@ std::uint64_t ClusterNode::Impl::listen_for_cancels(PgSession& db, std::string& 
   db.exec(cancel_channel.empty() ? fmt::format("LISTEN \"{}\"", next)
                                  : fmt::format("UNLISTEN \"{}\"; LISTEN \"{}\"", cancel_channel, next));
   cancel_channel = next;
-  // The cancels asked before this LISTEN (the NOTIFYs it did not hear).
+  // The cancels asked before this LISTEN (the NOTIFYs it did not hear). None before the node's
+  // first one: nothing claims or inserts until it is done (start()).
+  if (!listening_.load(std::memory_order_acquire)) return now.epoch;
   const PgRows asked = db.exec(
       "SELECT id FROM sandglass_jobs WHERE owner = $1 AND state = 'running' AND cancel_requested",
       {now.owner});

@@ -22,7 +22,7 @@ using sandglass::daemon::cluster::PgSession;
 
 TEST_SUITE("cluster") {
 
-TEST_CASE("a start with the functions current takes no lock a heartbeat holds; changed functions are "
+TEST_CASE("a start with the functions current takes no lock a heartbeat holds, changed functions are "
           "applied, and --migrate applies them always" * doctest::timeout(120)) {
   MigratedDb db;
   PgSession beat = PgSession::open(db.pg.conninfo());
