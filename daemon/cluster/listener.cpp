@@ -42,8 +42,8 @@ std::string channel(PgSession& db, std::string_view what, const std::string& nam
 void ClusterNode::Impl::listener_loop(std::stop_token st) {
   std::optional<PgSession> db;
   bool resync = false;  // after a reconnect: notifications may have been missed
-  std::string cancel_channel;           // the incarnation's whose cancels this session hears
-  std::uint64_t listened_epoch = 0;     // that incarnation's epoch (0: none listened yet)
+  std::string cancel_channel;        // of the incarnation whose cancels this session hears
+  std::uint64_t listened_epoch = 0;  // that incarnation's epoch (0: none listened for yet)
   while (!st.stop_requested()) {
     try {
       if (!db || db->broken()) {

@@ -66,6 +66,15 @@ void check_applied_files(PgSession& session) {
   }
 }
 
+int latest_version() noexcept { return migrations().empty() ? 0 : migrations().back().version; }
+
+// Whether the functions.sql last applied is this binary's (by md5).
+bool functions_current(PgSession& session) {
+  return session.exec("SELECT EXISTS (SELECT 1 FROM sandglass_functions_applied WHERE checksum = md5($1))",
+                      {std::string{cluster_functions()}})
+      .boolean(0, 0);
+}
+
 // Whether the database has every numbered file of this binary and its functions.sql, read
 // without a lock: then a start has nothing to apply.
 bool up_to_date(PgSession& session) {
@@ -73,18 +82,8 @@ bool up_to_date(PgSession& session) {
       "SELECT to_regclass('sandglass_schema_migrations') IS NOT NULL"
       " AND to_regclass('sandglass_functions_applied') IS NOT NULL");
   if (!tables.boolean(0, 0)) return false;
-  const PgRows state = session.exec(
-      "SELECT (SELECT coalesce(max(version), 0) FROM sandglass_schema_migrations),"
-      " coalesce((SELECT checksum = md5($1) FROM sandglass_functions_applied), false)",
-      {std::string{cluster_functions()}});
-  const int known = migrations().empty() ? 0 : migrations().back().version;
-  return state.integer(0, 0) == known && state.boolean(0, 1);
-}
-
-bool functions_current(PgSession& session) {
-  return session.exec("SELECT EXISTS (SELECT 1 FROM sandglass_functions_applied WHERE checksum = md5($1))",
-                      {std::string{cluster_functions()}})
-      .boolean(0, 0);
+  const PgRows version = session.exec("SELECT coalesce(max(version), 0) FROM sandglass_schema_migrations");
+  return version.integer(0, 0) == latest_version() && functions_current(session);
 }
 
 }  // namespace
@@ -93,7 +92,7 @@ MigrationReport migrate(PgSession& session, ApplyFunctions apply) {
   if (apply == ApplyFunctions::when_changed && up_to_date(session)) {
     check_applied_files(session);
     MigrationReport report;
-    report.from_version = report.to_version = migrations().empty() ? 0 : migrations().back().version;
+    report.from_version = report.to_version = latest_version();
     return report;
   }
   LockGuard lock{session};
@@ -105,7 +104,7 @@ MigrationReport migrate(PgSession& session, ApplyFunctions apply) {
   MigrationReport report;
   report.from_version = static_cast<int>(current.integer(0, 0));
   report.to_version = report.from_version;
-  const int known = migrations().empty() ? 0 : migrations().back().version;
+  const int known = latest_version();
   if (report.from_version > known) {
     throw PgError{fmt::format(
         "cluster database at {}: its schema is version {}, newer than this sandglassd knows ({}); "
