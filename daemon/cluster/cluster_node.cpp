@@ -201,7 +201,7 @@ const std::string& ClusterNode::node_name() const noexcept { return impl_->node_
 
 std::string migrate_only(const ClusterConfig& config) {
   PgSession db = PgSession::open(config.conninfo);
-  const MigrationReport r = migrate(db);
+  const MigrationReport r = migrate(db, ApplyFunctions::always);
   if (r.applied.empty()) {
     return fmt::format("cluster database at {}: schema is up to date (version {})\n", db.server(),
                        r.to_version);

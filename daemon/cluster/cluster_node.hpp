@@ -13,11 +13,11 @@
 // sandglass_finish_claim writes outcomes and claims the next jobs in one statement; the
 // take-back of claims whose answer was lost is sandglass_take_back_unheld (lost_claims.cpp);
 // admission counts the running jobs' expected rest that each node reports with its heartbeat
-// (heartbeat.cpp). An outcome is announced on sandglass_outcome only when someone waits for it
-// (the row's `awaited`, set in the statement that inserts the job or attaches a waiting keyed
-// retry to it) or when its node shares its run times (all outcomes of one exchange per
-// kShareRunTimes, run_time_sharing.hpp): each announcing commit takes PostgreSQL's one NOTIFY
-// lock.
+// (heartbeat.cpp). An outcome is announced only when someone waits for it, on the waiting
+// nodes' own channels (the row's `awaited_by`, set in the statement that inserts the job or
+// attaches a waiter to it), or when its node shares its run times, on sandglass_outcome (all
+// outcomes of one exchange per kShareRunTimes, run_time_sharing.hpp): each announcing commit
+// takes PostgreSQL's one NOTIFY lock. A cancel is announced on its owner's own channel.
 // - Admission: sandglass_admit — the lone daemon's order and reasons, with the queued work of
 //   the job's class and higher ones from the counters plus, while no worker is idle, the
 //   running rest, divided by the live nodes' workers. A node refuses alone only what that rule
@@ -46,8 +46,8 @@
 //
 // Threads (node_impl.hpp names the file of each): two intake threads (submissions, reads,
 // cancels; each its own connection), a claimer (outcomes and claims, one statement per round
-// trip), a listener (LISTEN sandglass_outcome, sandglass_cancel, sandglass_queued; answers
-// waiters, cancels local jobs, wakes the claimer), a heartbeat thread (heartbeat, sweep of
+// trip), a listener (LISTEN sandglass_outcome, sandglass_queued and the node's own outcome
+// and cancel channels; answers waiters, cancels local jobs, wakes the claimer), a heartbeat thread (heartbeat, sweep of
 // lost nodes, retiring expired heads) and a commit thread (commit points). Each reconnects on
 // its own after a lost connection; /readyz says 503 while the heartbeat cannot reach the DB.
 //

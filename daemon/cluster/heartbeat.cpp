@@ -53,6 +53,7 @@ void ClusterNode::Impl::lease_lost(PgSession& db) {
   join(db);
   spdlog::info("cluster node {} joined again (owner {})", node_, owner());
   wake_claimer();
+  listener_wake_.wake();  // it LISTENs for the new incarnation's cancels
 }
 
 void ClusterNode::Impl::heartbeat_loop(std::stop_token st) {

@@ -150,7 +150,7 @@ void ClusterNode::Impl::wait_for_row(PgSession& db, JobId id, const Respond& res
     // announced, one written before it is in the second read; a NOTIFY the listener handles
     // before the waiter is added finds it among the recent outcomes (Waiters::add). A job over
     // at the first read is never marked: its outcome was not announced for nobody.
-    db.exec("SELECT sandglass_await(ARRAY[$1]::bigint[])", {std::to_string(id)});
+    db.exec("SELECT sandglass_await(ARRAY[$1]::bigint[], $2)", {std::to_string(id), node_});
     found = fetch_records(db, {id});
   }
   if (found.empty()) {

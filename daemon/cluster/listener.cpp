@@ -1,16 +1,19 @@
 // The listener thread of a cluster node (node_impl.hpp): one connection that LISTENs on
-// sandglass_outcome (answers this node's waiters, learns run times), sandglass_cancel (cancels
-// a local job) and sandglass_queued (wakes the claimer: sent only while some node is hungry,
-// i.e. its last claim came back short, functions.sql, "Hungry nodes"); after a reconnect it reads
-// what the NOTIFYs it missed would have said. An outcome is announced only when its job is awaited
-// or its node shares that batch's run times (functions.sql, "Announced outcomes"); every waiter
-// registered here is for an awaited job (its submission's statement marked it), so its NOTIFY
-// comes; and should it not (lost with a connection, or the outcome fell out of the recent ones
-// before its waiter came), each waiter's timer has the listener read the row (Waiters). The notify
-// lag is observed for this node's announced outcomes only.
+// sandglass_outcome (the run times every node shares, functions.sql, "Announced outcomes"), on
+// this node's outcome channel (the outcomes of the jobs its clients wait for), on its
+// incarnation's cancel channel (cancels of the jobs it runs: a new incarnation's channel
+// replaces the old one's) and on sandglass_queued (wakes the claimer: sent only while some node
+// is hungry, i.e. its last claim came back short, functions.sql, "Hungry nodes"). So it hears
+// no cancel or outcome of jobs it neither runs nor waits for, beyond the shared samples. After a
+// reconnect, and after a new LISTEN for cancels, it reads what the NOTIFYs it missed would have
+// said. Every waiter registered here is for a job awaited by this node (its statement recorded
+// the node in the row), so its NOTIFY comes; and should it not (lost with a connection, or the
+// outcome fell out of the recent ones before its waiter came), each waiter's timer has the
+// listener read the row (Waiters). The notify lag is observed for the outcomes this node hears.
 #include "daemon/cluster/job_rows.hpp"
 #include "daemon/cluster/node_impl.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 namespace sandglass::daemon::cluster {
@@ -27,25 +30,38 @@ void ClusterNode::Impl::add_waiter(JobId id, const Respond& respond, TimePoint d
   }
 }
 
+namespace {
+
+// The name of one of the node's channels (functions.sql, sandglass_channel).
+std::string channel(PgSession& db, std::string_view what, const std::string& name) {
+  return std::string{db.exec("SELECT sandglass_channel($1, $2)", {std::string{what}, name}).text(0, 0)};
+}
+
+}  // namespace
+
 void ClusterNode::Impl::listener_loop(std::stop_token st) {
   std::optional<PgSession> db;
   bool resync = false;  // after a reconnect: notifications may have been missed
+  std::string cancel_channel;        // of the incarnation whose cancels this session hears
+  std::uint64_t listened_epoch = 0;  // that incarnation's epoch (0: none listened for yet)
   while (!st.stop_requested()) {
     try {
       if (!db || db->broken()) {
         ensure(db);
-        db->exec("LISTEN sandglass_outcome; LISTEN sandglass_cancel; LISTEN sandglass_queued");
-        listening_.store(true, std::memory_order_release);  // pairs with the wait in start()
-        listening_.notify_all();
+        db->exec(fmt::format("LISTEN sandglass_outcome; LISTEN \"{}\"; LISTEN sandglass_queued",
+                             channel(*db, "outcome", node_)));
+        cancel_channel.clear();
+        listened_epoch = 0;
         if (resync) {  // what NOTIFYs said while it was away
           wake_claimer();
           answer_all_terminal(*db);
-          const PgRows asked = db->exec(
-              "SELECT id FROM sandglass_jobs WHERE owner = $1 AND state = 'running' AND cancel_requested",
-              {owner()});
-          for (int r = 0; r < asked.rows(); ++r) cancel_local(static_cast<JobId>(asked.integer(r, 0)));
         }
         resync = true;
+      }
+      if (listened_epoch != lease_.epoch()) {
+        listened_epoch = listen_for_cancels(*db, cancel_channel);
+        listening_.store(true, std::memory_order_release);  // pairs with the wait in start()
+        listening_.notify_all();
       }
       const TimePoint until = std::min(Deadline::after(config_.poll).time_point(), waiters_.next_due());
       const auto notes = db->wait_notifications(Deadline::at(until), listener_wake_.fd());
@@ -62,6 +78,23 @@ void ClusterNode::Impl::listener_loop(std::stop_token st) {
   listening_.notify_all();
 }
 
+std::uint64_t ClusterNode::Impl::listen_for_cancels(PgSession& db, std::string& cancel_channel) {
+  const NodeLease::Incarnation now = lease_.incarnation();
+  if (now.owner.empty()) return now.epoch;  // between two incarnations: the next one is followed
+  const std::string next = channel(db, "cancel", now.owner);
+  db.exec(cancel_channel.empty() ? fmt::format("LISTEN \"{}\"", next)
+                                 : fmt::format("UNLISTEN \"{}\"; LISTEN \"{}\"", cancel_channel, next));
+  cancel_channel = next;
+  // The cancels asked before this LISTEN (the NOTIFYs it did not hear). None before the node's
+  // first one: nothing claims or inserts until it is done (start()).
+  if (!listening_.load(std::memory_order_acquire)) return now.epoch;
+  const PgRows asked = db.exec(
+      "SELECT id FROM sandglass_jobs WHERE owner = $1 AND state = 'running' AND cancel_requested",
+      {now.owner});
+  for (int r = 0; r < asked.rows(); ++r) cancel_local(static_cast<JobId>(asked.integer(r, 0)));
+  return now.epoch;
+}
+
 void ClusterNode::Impl::handle_notifications(PgSession& db, const std::vector<Notification>& notes) {
   std::vector<Waiter> to_answer = waiters_.take_late();
   bool queued = false;
@@ -71,7 +104,9 @@ void ClusterNode::Impl::handle_notifications(PgSession& db, const std::vector<No
       queued = true;
       continue;
     }
-    if (n.channel == "sandglass_cancel") {  // "ID OWNER"
+    // A cancel channel: this incarnation's, or an earlier one's NOTIFY sent before its UNLISTEN
+    // (the owner tells them apart).
+    if (n.channel.starts_with("sandglass_cancel_")) {  // "ID OWNER"
       const std::size_t sp = n.payload.find(' ');
       const auto id = parse_int(std::string_view{n.payload}.substr(0, sp));
       if (id && sp != std::string::npos && std::string_view{n.payload}.substr(sp + 1) == owner()) {
@@ -79,8 +114,8 @@ void ClusterNode::Impl::handle_notifications(PgSession& db, const std::vector<No
       }
       continue;
     }
-    // One line "ID KIND RUN_US" per job that ended (functions.sql, sandglass_notify_outcomes),
-    // newline-separated.
+    // sandglass_outcome or this node's outcome channel: one line "ID KIND RUN_US" per job that
+    // ended (functions.sql, sandglass_notify_outcomes), newline-separated.
     std::string_view lines{n.payload};
     while (!lines.empty()) {
       const std::size_t nl = lines.find('\n');

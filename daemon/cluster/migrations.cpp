@@ -66,9 +66,35 @@ void check_applied_files(PgSession& session) {
   }
 }
 
+int latest_version() noexcept { return migrations().empty() ? 0 : migrations().back().version; }
+
+// Whether the functions.sql last applied is this binary's (by md5).
+bool functions_current(PgSession& session) {
+  return session.exec("SELECT EXISTS (SELECT 1 FROM sandglass_functions_applied WHERE checksum = md5($1))",
+                      {std::string{cluster_functions()}})
+      .boolean(0, 0);
+}
+
+// Whether the database has every numbered file of this binary and its functions.sql, read
+// without a lock: then a start has nothing to apply.
+bool up_to_date(PgSession& session) {
+  const PgRows tables = session.exec(
+      "SELECT to_regclass('sandglass_schema_migrations') IS NOT NULL"
+      " AND to_regclass('sandglass_functions_applied') IS NOT NULL");
+  if (!tables.boolean(0, 0)) return false;
+  const PgRows version = session.exec("SELECT coalesce(max(version), 0) FROM sandglass_schema_migrations");
+  return version.integer(0, 0) == latest_version() && functions_current(session);
+}
+
 }  // namespace
 
-MigrationReport migrate(PgSession& session) {
+MigrationReport migrate(PgSession& session, ApplyFunctions apply) {
+  if (apply == ApplyFunctions::when_changed && up_to_date(session)) {
+    check_applied_files(session);
+    MigrationReport report;
+    report.from_version = report.to_version = latest_version();
+    return report;
+  }
   LockGuard lock{session};
   session.exec(
       "CREATE TABLE IF NOT EXISTS sandglass_schema_migrations ("
@@ -78,7 +104,7 @@ MigrationReport migrate(PgSession& session) {
   MigrationReport report;
   report.from_version = static_cast<int>(current.integer(0, 0));
   report.to_version = report.from_version;
-  const int known = migrations().empty() ? 0 : migrations().back().version;
+  const int known = latest_version();
   if (report.from_version > known) {
     throw PgError{fmt::format(
         "cluster database at {}: its schema is version {}, newer than this sandglassd knows ({}); "
@@ -94,7 +120,14 @@ MigrationReport migrate(PgSession& session) {
     report.applied.push_back(m.name);
     report.to_version = m.version;
   }
-  apply_in_transaction(session, "functions.sql", cluster_functions());
+  // A peer that started meanwhile may have applied this very file (checked under the lock).
+  if (apply == ApplyFunctions::always || !report.applied.empty() || !functions_current(session)) {
+    apply_in_transaction(session, "functions.sql", cluster_functions(),
+                         "INSERT INTO sandglass_functions_applied (checksum) VALUES (md5($1))"
+                         " ON CONFLICT (one) DO UPDATE SET checksum = EXCLUDED.checksum",
+                         {std::string{cluster_functions()}});
+    report.functions_applied = true;
+  }
   return report;
 }
 

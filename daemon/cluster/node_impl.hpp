@@ -229,6 +229,10 @@ class ClusterNode::Impl {
   void add_waiter(JobId id, const Respond& respond, TimePoint due,
                   std::function<HttpResponse(const Record&)> answer_from_row = {});
   void listener_loop(std::stop_token st);
+  // LISTENs on the cancel channel of the current incarnation instead of `cancel_channel` (empty:
+  // none yet), which it then names, and cancels what was asked before. Returns the epoch
+  // followed. Throws PgError.
+  std::uint64_t listen_for_cancels(PgSession& db, std::string& cancel_channel);
   void handle_notifications(PgSession& db, const std::vector<Notification>& notes);
   // One outcome line "ID KIND RUN_US": learns the run time, the notify lag, and moves the job's
   // waiters to `to_answer`.
@@ -297,7 +301,8 @@ class ClusterNode::Impl {
   // rest are the other nodes' sweep's, once this node has left.
   void give_back(PgSession& db);
   static OutcomeArrays outcome_arrays(const std::vector<Finish>& batch);
-  // One outcome a statement wrote, and whether it announced it on sandglass_outcome.
+  // One outcome a statement wrote, and whether it announced it (functions.sql, "Announced
+  // outcomes").
   struct Written {
     JobId id;
     bool notified;

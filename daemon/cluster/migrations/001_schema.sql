@@ -31,8 +31,8 @@ CREATE TABLE sandglass_jobs (
   result           text,
   error            text,
   run_us           bigint,
-  -- Someone waits for the outcome: its end is announced on sandglass_outcome (functions.sql,
-  -- "Announced outcomes"). True by default: a row no function marked is announced.
+  -- Someone waits for the outcome: its end is announced (functions.sql, "Announced
+  -- outcomes"). True by default: a row no function marked is announced.
   awaited          boolean     NOT NULL DEFAULT true,
   -- The submission's random token, to find the row after an ambiguous COMMIT (intake.cpp).
   intake_token     uuid

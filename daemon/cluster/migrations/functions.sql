@@ -51,64 +51,98 @@ END $$;
 -- ---------------------------------------------------------------------------------------------
 -- Announced outcomes
 --
--- An outcome is announced on the channel sandglass_outcome (lines "ID KIND RUN_US", RUN_US -1:
--- the job never ran; read by daemon/cluster/listener.cpp) only when someone waits for it
--- (sandglass_jobs.awaited) or when its node shares its run times (p_share of
--- sandglass_finish_claim, at most once per kShareRunTimes: daemon/cluster/run_time_sharing.hpp).
--- Every transaction that calls pg_notify takes PostgreSQL's one NOTIFY lock of the whole server
--- at commit, so announcing outcomes nobody reads serialises every node's commits.
+-- A node learns of ended jobs from NOTIFYs, lines "ID KIND RUN_US" (RUN_US -1: the job never
+-- ran; read by daemon/cluster/listener.cpp), on two kinds of channel:
+-- - its own outcome channel (sandglass_channel('outcome', node name)): the outcomes of the jobs
+--   it has a client waiting for, and only those. The row's awaited_by names the nodes waiting
+--   (node names, not incarnations: a waiter outlives a lost lease of its node);
+-- - sandglass_outcome, which every node listens to: the run times a node shares (p_share of
+--   sandglass_finish_claim, all outcomes of one exchange per kShareRunTimes:
+--   daemon/cluster/run_time_sharing.hpp), a sample every node needs for its estimates, and the
+--   outcome of an awaited row that names no node (awaited_by NULL: a row no function marked).
+-- So a node parses the outcomes it waits for plus the shared samples, never every outcome of
+-- the cluster. Every transaction that calls pg_notify takes PostgreSQL's one NOTIFY lock of the
+-- whole server at commit, so announcing outcomes nobody reads serialises every node's commits.
 --
--- awaited is set at insert when the submitter waits, and by a keyed submission that attaches to
--- the job and waits (sandglass_await). Every function that ends a job announces it when the row
--- it ended is awaited. "A waiter attaches while the job ends" loses no answer: both are UPDATEs
--- of the same row, and under READ COMMITTED the later one works on the newest version. If the
--- outcome is written first, the attach sees the row done and the node reads the record at once
--- (intake.cpp); if the attach is first, the outcome write sees awaited = true in the row it
--- updates and announces it (the listener keeps recent outcomes, should the NOTIFY come before
--- the waiter is registered). Nobody sets awaited back to false on a committed row (only the
--- inserting transaction does, on its own keyed row).
+-- awaited (and awaited_by) are set at insert when the submitter waits, and by a submission or
+-- a reader (GET ?wait=true, DELETE) that attaches to the job and waits (sandglass_await).
+-- Every function that ends a job announces it when the row it ended is awaited. "A waiter
+-- attaches while the job ends" loses no answer: both are UPDATEs of the same row, and under
+-- READ COMMITTED the later one works on the newest version. If the outcome is written first,
+-- the attach sees the row done and the node reads the record at once (intake.cpp); if the
+-- attach is first, the outcome write sees the waiter's node in the row it updates and announces
+-- it there (the listener keeps recent outcomes, should the NOTIFY come before the waiter is
+-- registered). Nobody removes a waiting node from a committed row (only the inserting
+-- transaction sets awaited back to false, on its own keyed row).
 
--- Tells the waiters that these jobs ended: one NOTIFY per about 7,900 bytes of payload
--- (PostgreSQL refuses payloads of 8,000 bytes). A kind's newlines become spaces and it is cut at
--- 200 characters, so a line always fits.
-CREATE OR REPLACE FUNCTION sandglass_notify_outcomes(p_ids bigint[], p_kinds text[], p_run_us bigint[])
+-- A node's channel for `p_what` ('outcome', or 'cancel' of an incarnation: p_name is then the
+-- owner): a hash, so that any name gives a lower-case identifier within PostgreSQL's 63 bytes
+-- that LISTEN takes unquoted.
+CREATE OR REPLACE FUNCTION sandglass_channel(p_what text, p_name text)
+RETURNS text LANGUAGE sql IMMUTABLE AS $$ SELECT 'sandglass_' || p_what || '_' || md5(p_name) $$;
+
+-- NOTIFYs `p_lines` on `p_channel`, newline-separated, one NOTIFY per about 7,900 bytes
+-- (PostgreSQL refuses payloads of 8,000 bytes).
+CREATE OR REPLACE FUNCTION sandglass_notify_lines(p_channel text, p_lines text[])
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE v_payload text := ''; v_line text;
 BEGIN
-  FOR i IN 1 .. coalesce(array_length(p_ids, 1), 0) LOOP
-    v_line := p_ids[i]::text || ' ' || left(translate(p_kinds[i], E'\n\r', '  '), 200) || ' '
-              || coalesce(p_run_us[i], -1)::text;
+  FOREACH v_line IN ARRAY coalesce(p_lines, '{}') LOOP
     IF v_payload <> '' AND octet_length(v_payload) + octet_length(v_line) >= 7900 THEN
-      PERFORM pg_notify('sandglass_outcome', v_payload);
+      PERFORM pg_notify(p_channel, v_payload);
       v_payload := '';
     END IF;
     v_payload := CASE WHEN v_payload = '' THEN v_line ELSE v_payload || E'\n' || v_line END;
   END LOOP;
-  IF v_payload <> '' THEN PERFORM pg_notify('sandglass_outcome', v_payload); END IF;
+  IF v_payload <> '' THEN PERFORM pg_notify(p_channel, v_payload); END IF;
+END $$;
+
+-- Tells that these jobs ended: with p_share, every one on sandglass_outcome (a run-time sample
+-- for every node; the waiters listen there too); else the awaited ones, each on the channels of
+-- the nodes waiting for it. A kind's newlines become spaces and it is cut at 200 characters, so
+-- a line always fits.
+CREATE OR REPLACE FUNCTION sandglass_notify_outcomes(p_ids bigint[], p_kinds text[], p_run_us bigint[],
+                                                     p_share boolean DEFAULT false)
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE r record;
+BEGIN
+  FOR r IN
+    SELECT coalesce(sandglass_channel('outcome', w.node), 'sandglass_outcome') AS channel,
+           array_agg(o.id::text || ' ' || left(translate(o.kind, E'\n\r', '  '), 200) || ' '
+                     || coalesce(o.run_us, -1)::text ORDER BY o.n) AS lines
+      FROM unnest(p_ids, p_kinds, p_run_us) WITH ORDINALITY AS o(id, kind, run_us, n)
+      LEFT JOIN sandglass_jobs j ON NOT p_share AND j.id = o.id
+      LEFT JOIN LATERAL unnest(j.awaited_by) AS w(node) ON true
+     WHERE p_share OR j.awaited
+     GROUP BY 1
+  LOOP
+    PERFORM sandglass_notify_lines(r.channel, r.lines);
+  END LOOP;
 END $$;
 
 -- Ends a job with an outcome decided in the database, announced when the job is awaited.
 CREATE OR REPLACE FUNCTION sandglass_end(p_id bigint, p_kind text, p_state text, p_reason text,
                                          p_cause text)
 RETURNS void LANGUAGE plpgsql AS $$
-DECLARE v_awaited boolean;
 BEGIN
   UPDATE sandglass_jobs SET state = 'done', outcome_state = p_state, reason = p_reason,
          cause = p_cause, finished_at = clock_timestamp()
-   WHERE id = p_id
-  RETURNING awaited INTO v_awaited;
-  IF v_awaited THEN
-    PERFORM pg_notify('sandglass_outcome', p_id::text || ' ' || p_kind || ' -1');
-  END IF;
+   WHERE id = p_id;
+  PERFORM sandglass_notify_outcomes(ARRAY[p_id], ARRAY[p_kind], NULL);
 END $$;
 
 -- Marks the jobs of p_ids (ascending, so that two callers lock them in the same order) as
--- awaited, unless they are already. Called by a submission that attaches to them and waits.
-CREATE OR REPLACE FUNCTION sandglass_await(p_ids bigint[])
+-- awaited by the node p_node, unless they are already. Called by a submission that attaches to
+-- them and waits, and by a reader that waits.
+CREATE OR REPLACE FUNCTION sandglass_await(p_ids bigint[], p_node text)
 RETURNS void LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 BEGIN
   IF coalesce(cardinality(p_ids), 0) = 0 THEN RETURN; END IF;
-  UPDATE sandglass_jobs j SET awaited = true WHERE j.id = ANY (p_ids) AND NOT j.awaited;
+  UPDATE sandglass_jobs j
+     SET awaited = true,
+         awaited_by = CASE WHEN p_node = ANY (coalesce(j.awaited_by, '{}')) THEN j.awaited_by
+                           ELSE array_append(j.awaited_by, p_node) END
+   WHERE j.id = ANY (p_ids) AND (NOT j.awaited OR NOT (p_node = ANY (coalesce(j.awaited_by, '{}'))));
 END $$;
 
 -- ---------------------------------------------------------------------------------------------
@@ -445,7 +479,7 @@ BEGIN
       v_add[v_class] := v_add[v_class] + 1;
       v_addw[v_class] := v_addw[v_class] + p_work_us[a.ord];
       IF NOT (p_kinds[a.ord] = ANY (v_kinds)) THEN v_kinds := v_kinds || p_kinds[a.ord]; END IF;
-      IF NOT p_wait[a.ord] THEN v_unawaited := v_unawaited || a.job_id; END IF;
+      IF NOT p_wait[a.ord] THEN v_unawaited := v_unawaited || a.job_id; ELSE v_attach := v_attach || a.job_id; END IF;
     ELSIF a.verdict = 'admitted' THEN
       v_new := v_new || a.ord;
       v_new_ids := v_new_ids || a.job_id;
@@ -460,7 +494,7 @@ BEGIN
     UPDATE sandglass_jobs j SET awaited = false
      WHERE j.id = ANY (v_unawaited) AND NOT (j.id = ANY (v_attach));
   END IF;
-  PERFORM sandglass_await(ARRAY(SELECT DISTINCT x FROM unnest(v_attach) AS x ORDER BY x));
+  PERFORM sandglass_await(ARRAY(SELECT DISTINCT x FROM unnest(v_attach) AS x ORDER BY x), p_node);
   -- Before any counter row is locked ("Hungry nodes": no deadlock with a claim that holds
   -- the lock exclusively and then counts its claims). Only a statement that may queue a job.
   IF cardinality(v_new) > 0 OR cardinality(v_kinds) > 0 THEN
@@ -502,7 +536,8 @@ BEGIN
   END LOOP;
   -- Created, and for a claimed job claimed, at the instant its deadline counts from.
   INSERT INTO sandglass_jobs (id, kind, args, priority, budget_us, work_us, created_at, deadline,
-                              state, owner, attempt, claimed_at, node_ran, awaited, intake_token)
+                              state, owner, attempt, claimed_at, node_ran, awaited, awaited_by,
+                              intake_token)
   SELECT u.id, p_kinds[u.o], p_args[u.o], p_priorities[u.o], p_budget_us[u.o], p_work_us[u.o],
          v_now, v_now + p_remaining_us[u.o] * interval '1 microsecond',
          CASE WHEN u.cl THEN 'running' ELSE 'queued' END,
@@ -510,7 +545,7 @@ BEGIN
          CASE WHEN u.cl THEN 1 ELSE 0 END,
          CASE WHEN u.cl THEN v_now END,
          CASE WHEN u.cl THEN p_node END,
-         p_wait[u.o], p_tokens[u.o]
+         p_wait[u.o], CASE WHEN p_wait[u.o] THEN ARRAY[p_node] END, p_tokens[u.o]
     FROM unnest(v_new, v_new_ids, v_claim) AS u(o, id, cl);
   PERFORM sandglass_count_classes(p_node, v_add, v_addw);
   PERFORM sandglass_wake_hungry(v_kinds, p_lease_ms);
@@ -704,7 +739,7 @@ BEGIN
          array_agg(w.jkind) FILTER (WHERE w.told), array_agg(w.ru) FILTER (WHERE w.told)
     INTO v_ids, v_told, v_told_ids, v_kinds, v_run FROM written w;
   IF v_ids IS NULL THEN RETURN; END IF;
-  IF v_told_ids IS NOT NULL THEN PERFORM sandglass_notify_outcomes(v_told_ids, v_kinds, v_run); END IF;
+  IF v_told_ids IS NOT NULL THEN PERFORM sandglass_notify_outcomes(v_told_ids, v_kinds, v_run, p_share); END IF;
   RETURN QUERY SELECT t.i, t.n FROM unnest(v_ids, v_told) AS t(i, n);
 END $$;
 
@@ -760,7 +795,7 @@ BEGIN
 END $$;
 
 -- DELETE /v1/jobs/ID: a queued job ends at once (cancelled_in_queue, cause caller); a running
--- one is marked and its owner told on the cancel channel.
+-- one is marked and its owner told on its incarnation's cancel channel ("Announced outcomes").
 CREATE OR REPLACE FUNCTION sandglass_cancel(p_node text, p_id bigint)
 RETURNS text LANGUAGE plpgsql AS $$
 DECLARE r record;
@@ -774,7 +809,7 @@ BEGIN
     RETURN 'ended';
   ELSIF r.state = 'running' THEN
     UPDATE sandglass_jobs SET cancel_requested = true WHERE id = p_id;
-    PERFORM pg_notify('sandglass_cancel', p_id::text || ' ' || r.owner);
+    PERFORM pg_notify(sandglass_channel('cancel', r.owner), p_id::text || ' ' || r.owner);
     RETURN 'signalled';
   END IF;
   RETURN 'over';

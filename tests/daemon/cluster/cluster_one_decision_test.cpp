@@ -21,7 +21,8 @@ TEST_CASE("a job the cluster admitted and claimed runs on the claiming node alth
   // Samples never age out here, and 16 of them make a window: what each estimator holds is
   // exactly the runs it has seen.
   const std::string runtime = "estimate_window = 16\nestimate_max_age_ms = 600000";
-  DaemonProcess& a = c.node({"sleep", "spin"}, 1, runtime);
+  // A claims nothing ahead of its one worker: while that worker spins, B runs every sleep.
+  DaemonProcess& a = c.node({"sleep", "spin"}, 1, runtime, "claim_ahead = 0");
   // A's only sleep run so far takes 400 ms: its Runtime's tail estimate for sleep is 400 ms.
   const HttpAnswer slow = post_job(a.port(), R"({"kind":"sleep","args":{"ms":400},"timeout_ms":30000})");
   REQUIRE(slow.status == 200);
@@ -34,11 +35,11 @@ TEST_CASE("a job the cluster admitted and claimed runs on the claiming node alth
   REQUIRE(eventually([&] { return text(record(a.port(), spin), "state") == "running"; }));
   {
     DaemonProcess& b = c.node({"sleep"}, 2, runtime);
-    // 60 quick sleeps run on B: every node's cluster estimate (fed by the outcomes' NOTIFYs)
-    // then holds only runs of about 1 ms for sleep (a full window recomputes its figures every
-    // 32 records); A's Runtime has seen none of them.
+    // 60 quick sleeps submitted on A run on B: A's cluster estimate (fed by the NOTIFYs of the
+    // outcomes it waits for) then holds only runs of about 1 ms for sleep (a full window
+    // recomputes its figures every 32 records); A's Runtime has seen none of them.
     for (int i = 0; i < 60; ++i) {
-      const HttpAnswer quick = post_job(b.port(), R"({"kind":"sleep","args":{"ms":1},"timeout_ms":30000})");
+      const HttpAnswer quick = post_job(a.port(), R"({"kind":"sleep","args":{"ms":1},"timeout_ms":30000})");
       REQUIRE(quick.status == 200);
       REQUIRE(text(json_of(quick), "node") == ClusterFixture::name_of(b));
     }

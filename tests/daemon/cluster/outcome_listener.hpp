@@ -1,11 +1,13 @@
 // outcome_listener.hpp — the test's own LISTEN on one of the cluster's channels, to see what the
 // cluster announces: NotifyListener for any channel (payloads as sent), OutcomeListener for
-// sandglass_outcome (job ids; migrations/functions.sql, "Announced outcomes").
+// sandglass_outcome or a node's outcome channel (job ids; migrations/functions.sql, "Announced
+// outcomes"), node_channel for a node's channel names.
 //
 //   OutcomeListener heard{c.pg};        // LISTENs from now on
 //   ... jobs end ...
 //   std::vector<std::uint64_t> ids = heard.announced();   // every id announced until now
 //
+//   OutcomeListener waited{c.pg, node_channel(c.pg, "outcome", "HOST:PORT")};  // one node's
 //   NotifyListener queued{c.pg, "sandglass_queued"};
 //   ... jobs are queued ...
 //   std::vector<std::string> kinds = queued.payloads();    // every payload sent until now
@@ -23,6 +25,7 @@
 #include <libpq-fe.h>
 #include <poll.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -44,7 +47,9 @@ class NotifyListener {
   // The payloads of every NOTIFY on the channel since the last call (or since construction), in
   // the order sent. Blocks up to 10 s for its own fence.
   std::vector<std::string> payloads() {
-    const std::string fence = std::to_string(++fences_);
+    // Unique among all listeners: each hears the others' fences too.
+    static std::atomic<std::uint64_t> fences{0};
+    const std::string fence = std::to_string(++fences);
     pg_.execute("SELECT pg_notify('notify_listener_fence', '" + fence + "')");
     std::vector<std::string> out;
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds{10};
@@ -81,14 +86,21 @@ class NotifyListener {
   const PostgresServer& pg_;
   std::string channel_;
   std::unique_ptr<PGconn, ConnDeleter> conn_;
-  int fences_ = 0;
 };
+
+// The channel of `what` ("outcome": a node name; "cancel": an incarnation, its owner) of one
+// node (functions.sql, sandglass_channel).
+inline std::string node_channel(const PostgresServer& pg, const std::string& what, const std::string& name) {
+  return pg.scalar("SELECT sandglass_channel('" + what + "', '" + name + "')");
+}
 
 class OutcomeListener {
  public:
-  explicit OutcomeListener(const PostgresServer& pg) : listener_{pg, "sandglass_outcome"} {}
+  // On `channel`: sandglass_outcome (shared), or a node's outcome channel (node_channel).
+  explicit OutcomeListener(const PostgresServer& pg, std::string channel = "sandglass_outcome")
+      : listener_{pg, std::move(channel)} {}
 
-  // The job ids of every line announced on sandglass_outcome since the last call (or since
+  // The job ids of every line announced on the channel since the last call (or since
   // construction), in the order announced. Blocks up to 10 s for its own fence.
   std::vector<std::uint64_t> announced() {
     std::vector<std::uint64_t> ids;
