@@ -374,6 +374,7 @@ void ClusterNode::Impl::admitted(PgSession& db, const Pending& p, JobId id,
                        "idempotency_key"));
     return;
   }
+  std::string state{verdict == "claimed" ? "running" : verdict == "scheduled" ? "scheduled" : "queued"};
   if (verdict == "attached") {
     // Its outcome may be long written, before this node listened: read it first. (Ended
     // after this read, its NOTIFY reaches the waiter added below: a waiting submission's
@@ -385,6 +386,7 @@ void ClusterNode::Impl::admitted(PgSession& db, const Pending& p, JobId id,
       respond(answer_of(found.front()));
       return;
     }
+    if (!found.empty()) state = found.front().state;
   }
   if (req.wait) {
     bool gone = false;
@@ -404,9 +406,7 @@ void ClusterNode::Impl::admitted(PgSession& db, const Pending& p, JobId id,
   }
   HttpResponse r{.status = kStatusAccepted,
                  .body = json_text({{"id", id},
-                                    {"state", verdict == "claimed"     ? "running"
-                                              : verdict == "scheduled" ? "scheduled"
-                                                                       : "queued"},
+                                    {"state", state},
                                     {"node", node_}})};
   r.headers.emplace_back("Location", "/v1/jobs/" + std::to_string(id));
   respond(std::move(r));

@@ -45,7 +45,8 @@ Record record_of(const PgRows& rows, int r) {
   o["kind"] = rows.text(r, 1);
   const std::string_view state = rows.text(r, 2);
   rec.terminal = state == "done";
-  o["state"] = rec.terminal ? rows.text(r, 3) : state;
+  rec.state = rec.terminal ? rows.text(r, 3) : state;
+  o["state"] = rec.state;
   Reason reason = Reason::ok;
   CancelCause cause = CancelCause::none;
   if (rows.null(r, 4)) {

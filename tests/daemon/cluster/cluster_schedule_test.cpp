@@ -78,7 +78,10 @@ TEST_CASE("a delayed cluster job is scheduled until its start, waited for across
   const std::string keyed =
       R"({"kind":"sleep","args":{"ms":5},"timeout_ms":1000,"delay_ms":60000,"idempotency_key":"d-1"})";
   const std::uint64_t first = submit_later(a.port(), keyed);
-  CHECK(submit_later(b.port(), keyed) == first);
+  const HttpAnswer again = post_job(b.port(), keyed, {}, "?wait=false");
+  REQUIRE(again.status == 202);
+  CHECK(id_of(again) == first);
+  CHECK(text(json_of(again), "state") == "scheduled");
   CHECK(text(record(a.port(), first), "state") == "scheduled");
 }
 
