@@ -458,33 +458,33 @@ BEGIN
     FROM generate_series(1, coalesce(cardinality(p_kinds), 0)) AS u(n);
   IF cardinality(v_later) = 0 THEN v_now_ords := NULL; END IF;  -- no copies of the arguments
   IF v_now_ords IS NULL OR cardinality(v_now_ords) > 0 THEN
-  FOR a IN
-    SELECT coalesce(v_now_ords[x.ord], x.ord) AS ord, x.job_id, x.verdict, x.inserted
-      FROM sandglass_admit(sandglass_pick(p_kinds, v_now_ords), sandglass_pick(p_args, v_now_ords),
-                           sandglass_pick(p_priorities, v_now_ords), sandglass_pick(p_keys, v_now_ords),
-                           sandglass_pick(p_fingerprints, v_now_ords),
-                           sandglass_pick(p_remaining_us, v_now_ords),
-                           sandglass_pick(p_budget_us, v_now_ords), sandglass_pick(p_work_us, v_now_ords),
-                           sandglass_pick(p_tail_us, v_now_ords), p_lease_ms,
-                           sandglass_pick(p_tokens, v_now_ords)) AS x
-  LOOP
-    v_ord := v_ord || a.ord; v_res_ids := v_res_ids || a.job_id; v_verdicts := v_verdicts || a.verdict;
-    IF a.verdict = 'admitted' AND a.inserted THEN  -- keyed: queued already, counted here
-      v_class := p_priorities[a.ord] + 1;
-      v_add[v_class] := v_add[v_class] + 1;
-      v_addw[v_class] := v_addw[v_class] + p_work_us[a.ord];
-      IF NOT (p_kinds[a.ord] = ANY (v_kinds)) THEN v_kinds := v_kinds || p_kinds[a.ord]; END IF;
-      IF NOT p_wait[a.ord] THEN v_unawaited := v_unawaited || a.job_id; END IF;
-      IF p_retry_max[a.ord] IS NOT NULL THEN
-        v_keyed_new := v_keyed_new || a.job_id; v_keyed_ords := v_keyed_ords || a.ord;
+    FOR a IN
+      SELECT coalesce(v_now_ords[x.ord], x.ord) AS ord, x.job_id, x.verdict, x.inserted
+        FROM sandglass_admit(sandglass_pick(p_kinds, v_now_ords), sandglass_pick(p_args, v_now_ords),
+                             sandglass_pick(p_priorities, v_now_ords), sandglass_pick(p_keys, v_now_ords),
+                             sandglass_pick(p_fingerprints, v_now_ords),
+                             sandglass_pick(p_remaining_us, v_now_ords),
+                             sandglass_pick(p_budget_us, v_now_ords), sandglass_pick(p_work_us, v_now_ords),
+                             sandglass_pick(p_tail_us, v_now_ords), p_lease_ms,
+                             sandglass_pick(p_tokens, v_now_ords)) AS x
+    LOOP
+      v_ord := v_ord || a.ord; v_res_ids := v_res_ids || a.job_id; v_verdicts := v_verdicts || a.verdict;
+      IF a.verdict = 'admitted' AND a.inserted THEN  -- keyed: queued already, counted here
+        v_class := p_priorities[a.ord] + 1;
+        v_add[v_class] := v_add[v_class] + 1;
+        v_addw[v_class] := v_addw[v_class] + p_work_us[a.ord];
+        IF NOT (p_kinds[a.ord] = ANY (v_kinds)) THEN v_kinds := v_kinds || p_kinds[a.ord]; END IF;
+        IF NOT p_wait[a.ord] THEN v_unawaited := v_unawaited || a.job_id; END IF;
+        IF p_retry_max[a.ord] IS NOT NULL THEN
+          v_keyed_new := v_keyed_new || a.job_id; v_keyed_ords := v_keyed_ords || a.ord;
+        END IF;
+      ELSIF a.verdict = 'admitted' THEN
+        v_new := v_new || a.ord;
+        v_new_ids := v_new_ids || a.job_id;
+      ELSIF a.verdict = 'attached' AND p_wait[a.ord] THEN
+        v_attach := v_attach || a.job_id;
       END IF;
-    ELSIF a.verdict = 'admitted' THEN
-      v_new := v_new || a.ord;
-      v_new_ids := v_new_ids || a.job_id;
-    ELSIF a.verdict = 'attached' AND p_wait[a.ord] THEN
-      v_attach := v_attach || a.job_id;
-    END IF;
-  END LOOP;
+    END LOOP;
   END IF;
   -- Keyed rows sandglass_admit inserted take their retry spec here (only this transaction
   -- knows them yet).
@@ -614,43 +614,46 @@ DECLARE
   v_queued bigint[] := '{}'; v_queued_kinds text[] := '{}'; v_class integer; a record;
 BEGIN
   promoted := 0; refused := 0;
-  PERFORM pg_advisory_xact_lock(7170734562315111684);
-  v_now := clock_timestamp();
-  SELECT array_agg(d.id ORDER BY d.start_at), array_agg(d.kind ORDER BY d.start_at),
-         array_agg(d.args ORDER BY d.start_at), array_agg(d.priority ORDER BY d.start_at),
-         array_agg(floor(extract(epoch FROM (d.deadline - v_now)) * 1000000)::bigint ORDER BY d.start_at),
-         array_agg(d.budget_us ORDER BY d.start_at), array_agg(d.work_us ORDER BY d.start_at),
-         array_agg(coalesce(p_tail_us[array_position(p_kinds, d.kind)], 0) ORDER BY d.start_at)
-    INTO v_ids, v_kinds, v_args, v_prs, v_left, v_budgets, v_works, v_tails
-    FROM (SELECT j.id, j.kind, j.args, j.priority, j.deadline, j.budget_us, j.work_us, j.start_at
-            FROM sandglass_jobs j
-           WHERE j.state = 'scheduled' AND j.start_at <= v_now
-           ORDER BY j.start_at LIMIT p_limit
-             FOR UPDATE SKIP LOCKED) d;
-  IF v_ids IS NOT NULL THEN
-    v_none := array_fill(NULL::text, ARRAY[cardinality(v_ids)]);  -- no keys: the rows exist
-    FOR a IN
-      SELECT * FROM sandglass_admit(v_kinds, v_args, v_prs, v_none, v_none, v_left, v_budgets,
-                                    v_works, v_tails, p_lease_ms,
-                                    array_fill(NULL::uuid, ARRAY[cardinality(v_ids)]))
-    LOOP
-      IF a.verdict = 'admitted' THEN
-        v_class := v_prs[a.ord] + 1;
-        v_add[v_class] := v_add[v_class] + 1;
-        v_addw[v_class] := v_addw[v_class] + v_works[a.ord];
-        v_queued := v_queued || v_ids[a.ord];
-        IF NOT (v_kinds[a.ord] = ANY (v_queued_kinds)) THEN v_queued_kinds := v_queued_kinds || v_kinds[a.ord]; END IF;
-      ELSE
-        PERFORM sandglass_end(v_ids[a.ord], v_kinds[a.ord], 'rejected', a.verdict, NULL);
-        refused := refused + 1;
+  -- Nothing due (the usual pass): the admission lock is not taken (one descent of the index).
+  IF EXISTS (SELECT 1 FROM sandglass_jobs j WHERE j.state = 'scheduled' AND j.start_at <= clock_timestamp()) THEN
+    PERFORM pg_advisory_xact_lock(7170734562315111684);
+    v_now := clock_timestamp();
+    SELECT array_agg(d.id ORDER BY d.start_at), array_agg(d.kind ORDER BY d.start_at),
+           array_agg(d.args ORDER BY d.start_at), array_agg(d.priority ORDER BY d.start_at),
+           array_agg(floor(extract(epoch FROM (d.deadline - v_now)) * 1000000)::bigint ORDER BY d.start_at),
+           array_agg(d.budget_us ORDER BY d.start_at), array_agg(d.work_us ORDER BY d.start_at),
+           array_agg(coalesce(p_tail_us[array_position(p_kinds, d.kind)], 0) ORDER BY d.start_at)
+      INTO v_ids, v_kinds, v_args, v_prs, v_left, v_budgets, v_works, v_tails
+      FROM (SELECT j.id, j.kind, j.args, j.priority, j.deadline, j.budget_us, j.work_us, j.start_at
+              FROM sandglass_jobs j
+             WHERE j.state = 'scheduled' AND j.start_at <= v_now
+             ORDER BY j.start_at LIMIT p_limit
+               FOR UPDATE SKIP LOCKED) d;
+    IF v_ids IS NOT NULL THEN
+      v_none := array_fill(NULL::text, ARRAY[cardinality(v_ids)]);  -- no keys: the rows exist
+      FOR a IN
+        SELECT * FROM sandglass_admit(v_kinds, v_args, v_prs, v_none, v_none, v_left, v_budgets,
+                                      v_works, v_tails, p_lease_ms,
+                                      array_fill(NULL::uuid, ARRAY[cardinality(v_ids)]))
+      LOOP
+        IF a.verdict = 'admitted' THEN
+          v_class := v_prs[a.ord] + 1;
+          v_add[v_class] := v_add[v_class] + 1;
+          v_addw[v_class] := v_addw[v_class] + v_works[a.ord];
+          v_queued := v_queued || v_ids[a.ord];
+          IF NOT (v_kinds[a.ord] = ANY (v_queued_kinds)) THEN v_queued_kinds := v_queued_kinds || v_kinds[a.ord]; END IF;
+        ELSE
+          PERFORM sandglass_end(v_ids[a.ord], v_kinds[a.ord], 'rejected', a.verdict, NULL);
+          refused := refused + 1;
+        END IF;
+      END LOOP;
+      IF cardinality(v_queued) > 0 THEN
+        PERFORM pg_advisory_xact_lock_shared(7170734562315111683);  -- "Hungry nodes"
+        UPDATE sandglass_jobs j SET state = 'queued' WHERE j.id = ANY (v_queued);
+        PERFORM sandglass_count_classes(p_node, v_add, v_addw);
+        PERFORM sandglass_wake_hungry(v_queued_kinds, p_lease_ms);
+        promoted := cardinality(v_queued);
       END IF;
-    END LOOP;
-    IF cardinality(v_queued) > 0 THEN
-      PERFORM pg_advisory_xact_lock_shared(7170734562315111683);  -- "Hungry nodes"
-      UPDATE sandglass_jobs j SET state = 'queued' WHERE j.id = ANY (v_queued);
-      PERFORM sandglass_count_classes(p_node, v_add, v_addw);
-      PERFORM sandglass_wake_hungry(v_queued_kinds, p_lease_ms);
-      promoted := cardinality(v_queued);
     END IF;
   END IF;
   SELECT floor(extract(epoch FROM (min(j.start_at) - clock_timestamp())) * 1000000)::bigint
