@@ -1,9 +1,10 @@
 // The maintenance thread of a cluster node (node_impl.hpp), on a session of its own: admits the
 // delayed jobs whose start has come (sandglass_promote_due), at the next scheduled start or when
-// this node scheduled one; and once per heartbeat interval sweeps lost nodes' jobs (sandglass_sweep, migrations/functions.sql, "Nodes
-// and leases": only once this node has itself held its lease for a whole lease since the database
-// started), retires expired heads while every worker is busy, and forgets finished records past
-// records.keep_ms (sandglass_forget). Any of these may wait on a lock; none delays a beat.
+// this node scheduled one; and once per heartbeat interval sweeps lost nodes' jobs
+// (sandglass_sweep, migrations/functions.sql, "Nodes and leases": only once this node has itself
+// held its lease for a whole lease since the database started), retires expired heads while
+// every worker is busy, and forgets finished records past records.keep_ms (sandglass_forget).
+// Any of these may wait on a lock; none delays a beat.
 #include "daemon/cluster/job_rows.hpp"
 #include "daemon/cluster/node_impl.hpp"
 

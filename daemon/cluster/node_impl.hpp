@@ -17,7 +17,8 @@
 //   commit_points.cpp   a handler's commit() waits until its row says committed (the commit
 //                       thread writes the marks)
 //   heartbeat.cpp       heartbeat: the lease kept, or lost and a new incarnation joined
-//   maintenance.cpp     the sweep of lost nodes, expired heads, forgotten records
+//   maintenance.cpp     delayed jobs admitted at their start; the sweep of lost nodes, expired
+//                       heads, forgotten records
 //   lost_claims.cpp     after a claiming statement failed: the claims it may have committed
 //                       unseen are taken back
 // The rules themselves are SQL (migrations/, see cluster_node.hpp).
