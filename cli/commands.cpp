@@ -1,6 +1,7 @@
 #include "cli/commands.hpp"
 
 #include "cli/answers.hpp"
+#include "cli/batch_file.hpp"
 #include "cli/daemon_client.hpp"
 #include "cli/daemon_url.hpp"
 #include "cli/duration_arg.hpp"
@@ -31,6 +32,8 @@ constexpr std::string_view kExitCodes = R"(Exit codes:
   4  deadline: expired, or cut by its deadline (or still running when a wait ended)
   5  cancelled for another cause (a cancel, the client gone, shutdown)
   6  the daemon cannot be reached (message on stderr)
+submit-batch: 0 every job admitted, 3 any rejected at admission, 2 a bad file or
+  batch (the daemon's 400 names jobs[i].field) or an idempotency key's conflict.
 
 Environment: SANDGLASS_URL (the daemon, when --url is not given),
              SANDGLASS_TOKEN (its bearer token).
@@ -141,6 +144,14 @@ int run(int argc, char** argv) {
   submit->add_option("--retry", f.retry, "attempts in all, retries inside the budget");
   submit->add_flag("--wait", f.wait, "wait for the outcome (else print the id at once)");
 
+  std::string batch_file;
+  CLI::App* submit_batch = app.add_subcommand(
+      "submit-batch", "submit many jobs in one request (POST /v1/jobs/batch); waits for none");
+  submit_batch
+      ->add_option("file", batch_file,
+                   "a JSON file holding {\"jobs\": [...]} or an array of jobs; - for stdin")
+      ->required();
+
   std::uint64_t id = 0;
   bool get_wait = false;
   CLI::App* get = app.add_subcommand("get", "show a job's record");
@@ -169,7 +180,7 @@ int run(int argc, char** argv) {
       ->capture_default_str();
   watch->add_option("--count", count, "stop after this many refreshes (0: never)");
 
-  for (CLI::App* sub : {submit, get, cancel, list, stats, watch}) sub->fallthrough();
+  for (CLI::App* sub : {submit, submit_batch, get, cancel, list, stats, watch}) sub->fallthrough();
 
   try {
     app.parse(argc, argv);
@@ -191,6 +202,16 @@ int run(int argc, char** argv) {
                  : client.request("POST", "/v1/jobs?wait=false", body,
                                   DaemonClient::Wait::short_answer);
       return exit_with(show_job_answer(reply, json, f.wait));
+    }
+    if (*submit_batch) {
+      const std::string body = batch_body(read_batch_file(batch_file));
+      const DaemonReply reply =
+          client.request("POST", "/v1/jobs/batch", body, DaemonClient::Wait::short_answer);
+      const auto answer = answer_object(reply);
+      if (!answer) return exit_with(ExitCode::failed);
+      if (reply.status != 200) return exit_with(show_error(reply, *answer));
+      std::cout << (json ? reply.body + "\n" : render_batch(*answer));
+      return exit_with(exit_code_of_batch(*answer));
     }
     if (*get) {
       const DaemonReply reply =
@@ -223,6 +244,9 @@ int run(int argc, char** argv) {
         client, {.interval = duration_flag("--interval", interval), .count = count, .json = json}));
   } catch (const UsageError& e) {
     std::cerr << "sandglass: " << e.message << "\n";
+    return exit_with(ExitCode::usage);
+  } catch (const BatchFileError& e) {
+    std::cerr << "sandglass: submit-batch: " << e.what() << "\n";
     return exit_with(ExitCode::usage);
   } catch (const Unreachable& e) {
     std::cerr << "sandglass: " << e.what() << "\n";

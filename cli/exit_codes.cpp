@@ -30,6 +30,19 @@ ExitCode exit_code_of(const boost::json::object& record, bool waited) {
   return waited ? ExitCode::deadline : ExitCode::completed;
 }
 
+ExitCode exit_code_of_batch(const boost::json::object& answer) {
+  bool refused = false;
+  const auto* jobs = answer.if_contains("jobs");
+  if (jobs == nullptr || !jobs->is_array()) return ExitCode::failed;
+  for (const auto& j : jobs->get_array()) {
+    if (!j.is_object()) continue;
+    const boost::json::object& item = j.get_object();
+    if (text_of(item, "state") == "rejected") return ExitCode::rejected;
+    refused = refused || !item.contains("state");
+  }
+  return refused ? ExitCode::usage : ExitCode::completed;
+}
+
 bool not_ended(const boost::json::object& record) {
   const std::string_view state = text_of(record, "state");
   return state == "queued" || state == "running" || state == "scheduled" || state == "cancelling";

@@ -39,6 +39,11 @@ enum class ExitCode : int {
 // the answer to a wait for the job's end, so a job not ended is one its deadline passed.
 ExitCode exit_code_of(const boost::json::object& record, bool waited);
 
+// The code for a batch's answer (POST /v1/jobs/batch): 3 rejected when any job was rejected at
+// admission, else 2 usage when any was refused as a request (an idempotency key's conflict),
+// else 0 (every job admitted; they have not ended yet).
+ExitCode exit_code_of_batch(const boost::json::object& answer);
+
 // Whether the record says the job has not ended yet (queued, running, scheduled, cancelling).
 bool not_ended(const boost::json::object& record);
 

@@ -115,6 +115,28 @@ std::string render_listing(const object& listing) {
   return out;
 }
 
+std::string render_batch(const object& answer) {
+  std::string out;
+  const value* jobs = field(answer, "jobs");
+  if (jobs == nullptr || !jobs->is_array()) return out;
+  for (const value& j : jobs->get_array()) {
+    if (!j.is_object()) continue;
+    const object& item = j.get_object();
+    if (field(item, "state") == nullptr) {  // refused as a request: 409 for a key's conflict
+      out += fmt::format("job {}: error {}{} (HTTP {})\n", text(item, "id"),
+                         field(item, "field") != nullptr ? text(item, "field") + ": " : "",
+                         text(item, "error"), text(item, "status"));
+      continue;
+    }
+    out += fmt::format("job {}: {}", text(item, "id"), text(item, "state"));
+    if (const value* reason = field(item, "reason"); reason != nullptr && !reason->is_null()) {
+      out += fmt::format(" ({})", text(item, "reason"));
+    }
+    out += "\n";
+  }
+  return out;
+}
+
 std::string render_stats(const object& s) {
   const object& capacity = object_at(s, "capacity");
   const object& queue = object_at(s, "queue");

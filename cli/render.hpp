@@ -24,5 +24,8 @@ std::string render_record(const boost::json::object& record);
 std::string render_listing(const boost::json::object& listing);
 // GET /v1/stats: one screen.
 std::string render_stats(const boost::json::object& stats);
+// POST /v1/jobs/batch: one line per job, in the batch's order: "job ID: STATE" with the reason
+// of a refused one ("-" for the id of a job never inserted), or an item's error and its field.
+std::string render_batch(const boost::json::object& answer);
 
 }  // namespace sandglass::cli

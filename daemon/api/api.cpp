@@ -223,10 +223,6 @@ std::optional<RequestError> Api::prepare(JobRequest& req, Prepared& out) const {
   } catch (const std::exception& e) {
     return RequestError{"args", e.what()};
   }
-  if (cluster_ != nullptr && (req.retry || req.delay > Duration::zero())) {
-    // The cluster's queue table has no place for them yet.
-    return RequestError{req.retry ? "retry" : "delay_ms", "is not supported in cluster mode yet"};
-  }
   return std::nullopt;
 }
 

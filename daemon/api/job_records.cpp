@@ -52,6 +52,10 @@ boost::json::array attempts_json(const std::vector<AttemptRecord>& attempts) {
 
 }  // namespace
 
+std::string attempts_json_text(const std::vector<AttemptRecord>& attempts) {
+  return boost::json::serialize(attempts_json(attempts));
+}
+
 std::string_view live_state(const JobProgress& progress) noexcept {
   if (progress.scheduled) return "scheduled";
   return progress.started_at ? "running" : "queued";

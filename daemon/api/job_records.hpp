@@ -75,6 +75,10 @@ std::string record_json(JobId id, const std::string& kind, const Outcome* outcom
                         const JobProgress& progress, TimePoint now, const Arrival& arrival = {},
                         CancelCause requested = CancelCause::none, std::size_t waiters = 0);
 
+// A record's "attempts" (an outcome's AttemptRecords) as JSON text: a cluster node writes it into
+// the job's row, so that every node answers the same record.
+std::string attempts_json_text(const std::vector<AttemptRecord>& attempts);
+
 class JobRecords {
  public:
   explicit JobRecords(RecordRetention retention) : retention_{retention} {}

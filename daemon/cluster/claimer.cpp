@@ -33,6 +33,16 @@
 #include <algorithm>
 
 namespace sandglass::daemon::cluster {
+namespace {
+
+// A claimed row's retry spec: columns `at` (retry_max) and `at` + 1 (retry_backoff_us).
+std::optional<JobRetry> retry_of(const PgRows& rows, int r, int at) {
+  if (rows.null(r, at)) return std::nullopt;
+  return JobRetry{.max_attempts = static_cast<int>(rows.integer(r, at)),
+                  .backoff = std::chrono::microseconds{rows.null(r, at + 1) ? 0 : rows.integer(r, at + 1)}};
+}
+
+}  // namespace
 
 void ClusterNode::Impl::wake_claimer() {
   {
@@ -154,13 +164,14 @@ bool ClusterNode::Impl::exchange(PgSession& db, const std::vector<Finish>& outco
   const NodeLease::Incarnation claimer = lease_.incarnation();
   const PgRows rows = exec_claiming(
       db,
-      "SELECT written, notified, job_id, kind, args, priority, attempt, remaining_us, retired "
+      "SELECT written, notified, job_id, kind, args, priority, attempt, remaining_us, retired, "
+      "retry_max, retry_backoff_us "
       "FROM sandglass_finish_claim($1, $2, $3::bigint[], $4::int[], $5::text[], $6::text[], "
       "$7::text[], $8::boolean[], $9::text[], $10::text[], $11::bigint[], $12, $13::text[], "
-      "$14::bigint[], $15)",
+      "$14::bigint[], $15, $16::text[], $17::text[])",
       {claimer.owner, node_, o.ids, o.attempts, o.states, o.reasons, o.causes, o.committed, o.results,
        o.errors, o.run_us, std::to_string(limit), served_array_, int_array(tails),
-       share ? "t" : "f"},
+       share ? "t" : "f", o.attempt_logs, o.retry_stopped},
       /*may_claim=*/limit > 0);
   const TimePoint answered = Clock::now();
   if (share) sharing_.shared(asked);
@@ -180,7 +191,8 @@ bool ClusterNode::Impl::exchange(PgSession& db, const std::vector<Finish>& outco
                          .priority = static_cast<Priority>(rows.integer(r, 5)),
                          .attempt = static_cast<int>(rows.integer(r, 6)),
                          .deadline = Deadline::after(std::chrono::microseconds{rows.integer(r, 7)}, asked),
-                         .epoch = claimer.epoch});
+                         .epoch = claimer.epoch,
+                         .retry = retry_of(rows, r, 9)});
     }
   }
   if (!outcomes.empty()) outcomes_written(outcomes, written, asked);
@@ -249,8 +261,9 @@ void ClusterNode::Impl::run_claimed(Claimed job) {
   // node's Runtime runs it without deciding again with its own estimate, which has seen only
   // this node's runs. Its deadline and cancellation still apply, and it still teaches the
   // Runtime's estimate (the node's /metrics and /v1/stats).
+  // A retry runs here within this claim (same attempt and owner), by the Runtime's retry rules.
   JobSpec spec{.kind = kind_name, .priority = job.priority, .deadline = job.deadline,
-               .estimate_key = std::move(estimate_key), .admitted = true};
+               .estimate_key = std::move(estimate_key), .admitted = true, .retry = job.retry};
   JobHandle handle = runtime_.submit(std::move(spec), std::move(wrapped),
                                      [this, id, attempt](const Outcome& o) { finished(id, attempt, o); });
   // A cancel that came first, or a claim of an incarnation that has lost its lease since (its

@@ -253,7 +253,8 @@ void ClusterNode::Impl::record_run(const std::string& kind, Duration run) {
 void ClusterNode::Impl::insert(PgSession& db, std::vector<Pending>& batch) {
   std::vector<std::optional<std::string>> kinds, args, keys, fingerprints, tokens;
   std::vector<std::string> waits;  // "t": the submitter waits, so the job is awaited
-  std::vector<std::int64_t> priorities, remaining, budgets, works, tails;
+  std::vector<std::int64_t> priorities, remaining, budgets, works, tails, delays;
+  std::vector<std::optional<std::string>> retry_max, retry_backoff;  // NULL: no retry
   std::vector<std::size_t> sent;  // indexes into batch
   std::size_t claimable = 0;      // unkeyed jobs of kinds this node serves
   for (std::size_t i = 0; i < batch.size(); ++i) {
@@ -266,7 +267,10 @@ void ClusterNode::Impl::insert(PgSession& db, std::vector<Pending>& batch) {
       continue;
     }
     const bool keyed = !req.idempotency_key.empty();
-    if (!keyed && std::find(served_.begin(), served_.end(), req.kind) != served_.end()) ++claimable;
+    if (!keyed && req.delay <= Duration::zero() &&
+        std::find(served_.begin(), served_.end(), req.kind) != served_.end()) {
+      ++claimable;
+    }
     kinds.emplace_back(req.kind);
     args.emplace_back(boost::json::serialize(req.args));
     keys.push_back(keyed ? std::optional<std::string>{req.idempotency_key} : std::nullopt);
@@ -282,6 +286,11 @@ void ClusterNode::Impl::insert(PgSession& db, std::vector<Pending>& batch) {
     tails.push_back(us_of(tail));
     waits.emplace_back(req.wait ? "t" : "f");
     tokens.emplace_back(batch[i].token);
+    delays.push_back(us_of(std::max(req.delay, Duration::zero())));
+    retry_max.push_back(req.retry ? std::optional<std::string>{std::to_string(req.retry->max_attempts)}
+                                  : std::nullopt);
+    retry_backoff.push_back(req.retry ? std::optional<std::string>{std::to_string(us_of(req.retry->backoff))}
+                                      : std::nullopt);
     sent.push_back(i);
   }
   if (sent.empty()) return;
@@ -313,14 +322,16 @@ void ClusterNode::Impl::insert(PgSession& db, std::vector<Pending>& batch) {
       "SELECT ord, job_id, verdict, remaining_us FROM sandglass_submit_claim($1, $2, $3, "
       "$4::text[], $5::text[], $6::text[], $7::smallint[], $8::text[], $9::text[], "
       "$10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14, $15::boolean[], "
-      "$16::uuid[])",
+      "$16::uuid[], $17::bigint[], $18::integer[], $19::bigint[])",
       {node_, claimer.owner, std::to_string(reserved), served_array_, text_array(kinds), text_array(args),
        int_array(priorities), text_array(keys), text_array(fingerprints), int_array(remaining),
        int_array(budgets), int_array(works), int_array(tails),
-       std::to_string(config_.lease.count()), text_array(waits), text_array(tokens)},
+       std::to_string(config_.lease.count()), text_array(waits), text_array(tokens),
+       int_array(delays), text_array(retry_max), text_array(retry_backoff)},
       /*may_claim=*/reserved > 0);  // claims at insert
   metrics_.intake_statement.Observe(std::chrono::duration<double>(Clock::now() - asked).count());
   std::vector<Claimed> claimed;
+  bool scheduled = false;
   for (int r = 0; r < rows.rows(); ++r) {
     const std::size_t at = static_cast<std::size_t>(rows.integer(r, 0) - 1);
     Pending& p = batch[sent[at]];
@@ -333,8 +344,9 @@ void ClusterNode::Impl::insert(PgSession& db, std::vector<Pending>& batch) {
       claimed.push_back({.id = id, .kind = p.request.kind, .args = *args[at],
                          .priority = p.request.priority, .attempt = 1,
                          .deadline = Deadline::after(std::chrono::microseconds{rows.integer(r, 3)}, asked),
-                         .epoch = claimer.epoch});
+                         .epoch = claimer.epoch, .retry = p.request.retry});
     }
+    scheduled = scheduled || verdict == "scheduled";
     try {
       admitted(db, p, id, verdict, respond);  // a waiter is added before the job can end
     } catch (const PgError& e) {
@@ -342,6 +354,7 @@ void ClusterNode::Impl::insert(PgSession& db, std::vector<Pending>& batch) {
       respond(not_served(e));
     }
   }
+  if (scheduled) wake_maintenance();  // it waits for the earliest start it knows
   unreserve.n -= claimed.size();  // these workers are the claimed jobs' now
   if (!claimed.empty()) {
     metrics_.claimed.Increment(static_cast<double>(claimed.size()));
@@ -351,7 +364,8 @@ void ClusterNode::Impl::insert(PgSession& db, std::vector<Pending>& batch) {
 }
 
 // Answers one submission by its verdict: admitted, claimed (admitted and claimed here at
-// insert), attached, conflict, queue_full or deadline_implausible.
+// insert), scheduled (a delayed job, admitted at its start), attached, conflict, queue_full or
+// deadline_implausible.
 void ClusterNode::Impl::admitted(PgSession& db, const Pending& p, JobId id,
                                  std::string_view verdict, const ClusterNode::Respond& respond) {
   const JobRequest& req = p.request;
@@ -369,6 +383,7 @@ void ClusterNode::Impl::admitted(PgSession& db, const Pending& p, JobId id,
                        "idempotency_key"));
     return;
   }
+  std::string state{verdict == "claimed" ? "running" : verdict == "scheduled" ? "scheduled" : "queued"};
   if (verdict == "attached") {
     // Its outcome may be long written, before this node listened: read it first. (Ended
     // after this read, its NOTIFY reaches the waiter added below: a waiting submission's
@@ -380,6 +395,7 @@ void ClusterNode::Impl::admitted(PgSession& db, const Pending& p, JobId id,
       respond(answer_of(found.front()));
       return;
     }
+    if (!found.empty()) state = found.front().state;
   }
   if (req.wait) {
     bool gone = false;
@@ -389,14 +405,17 @@ void ClusterNode::Impl::admitted(PgSession& db, const Pending& p, JobId id,
       gone = p.state->gone;
     }
     // Answered by the NOTIFY of its outcome, or at the latest once its own deadline plus the
-    // reserve has passed (that is, its granted budget from its arrival), by a read of the row.
-    add_waiter(id, respond, Deadline::after(budget_.grant(req.budget).budget, p.arrived_at).time_point());
+    // reserve has passed (that is, its granted budget from its arrival and delay), by a read
+    // of the row.
+    add_waiter(id, respond,
+               Deadline::after(budget_.grant(req.budget).budget + std::max(req.delay, Duration::zero()),
+                               p.arrived_at).time_point());
     if (gone) client_left(id, keyed);
     return;
   }
   HttpResponse r{.status = kStatusAccepted,
                  .body = json_text({{"id", id},
-                                    {"state", verdict == "claimed" ? "running" : "queued"},
+                                    {"state", state},
                                     {"node", node_}})};
   r.headers.emplace_back("Location", "/v1/jobs/" + std::to_string(id));
   respond(std::move(r));

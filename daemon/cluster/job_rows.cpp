@@ -26,17 +26,21 @@ boost::json::value result_value(std::string_view text) {
 constexpr std::string_view kRecordColumns =
     "id, kind, state, outcome_state, reason, cause, committed, result, error, node_ran, attempt,"
     " priority, budget_us,"
-    " floor(extract(epoch FROM coalesce(claimed_at, finished_at, clock_timestamp()) - created_at)"
-    " * 1000000)::bigint,"
+    // A delayed job waits in the queue from its start: its delay is not queue time.
+    " greatest(0, floor(extract(epoch FROM coalesce(claimed_at, finished_at, clock_timestamp())"
+    " - coalesce(start_at, created_at)) * 1000000)::bigint),"
     " coalesce(run_us, CASE WHEN state = 'running' THEN"
     " floor(extract(epoch FROM clock_timestamp() - claimed_at) * 1000000)::bigint END),"
     " floor(extract(epoch FROM deadline - coalesce(finished_at, clock_timestamp())) * 1000000)::bigint,"
-    " cancel_requested";
+    " cancel_requested, attempts, retry_stopped";
 
 }  // namespace
 
 std::string_view record_columns() noexcept { return kRecordColumns; }
 
+// One row of kRecordColumns as the job record the daemon answers with (the local record's
+// fields, and "node": the node that ran it, "attempt", "priority"). A job with a retry lists the
+// attempts its node ran ("attempts") and why they stopped ("retry_stopped"), as a lone daemon's.
 Record record_of(const PgRows& rows, int r) {
   Record rec;
   rec.id = static_cast<JobId>(rows.integer(r, 0));
@@ -45,7 +49,8 @@ Record record_of(const PgRows& rows, int r) {
   o["kind"] = rows.text(r, 1);
   const std::string_view state = rows.text(r, 2);
   rec.terminal = state == "done";
-  o["state"] = rec.terminal ? rows.text(r, 3) : state;
+  rec.state = rec.terminal ? rows.text(r, 3) : state;
+  o["state"] = rec.state;
   Reason reason = Reason::ok;
   CancelCause cause = CancelCause::none;
   if (rows.null(r, 4)) {
@@ -74,6 +79,12 @@ Record record_of(const PgRows& rows, int r) {
                   {"queue_ms", ms_of(rows.integer(r, 13))},
                   {"run_ms", ms_of(rows.integer(r, 14))},
                   {"remaining_ms", ms_of(rows.integer(r, 15))}};
+  if (!rows.null(r, 17)) {
+    boost::system::error_code ec;
+    boost::json::value attempts = boost::json::parse(rows.text(r, 17), ec);
+    if (!ec) o["attempts"] = std::move(attempts);
+  }
+  if (!rows.null(r, 18)) o["retry_stopped"] = rows.text(r, 18);
   rec.status = http_status_of(reason, cause);
   rec.remaining_us = rows.integer(r, 15);
   rec.json = json_text(o);

@@ -35,6 +35,7 @@ std::optional<std::int64_t> parse_int(std::string_view text);
 struct Record {
   JobId id = 0;
   bool terminal = false;
+  std::string state;    // as the record says: scheduled, queued, running, or the outcome's
   HttpStatus status{};  // for a terminal record answered to a waiter
   std::string json;
   // The job's deadline (arrival + budget - reserve) less the database's clock at the read, or

@@ -19,7 +19,8 @@
 //   commit_points.cpp   a handler's commit() waits until its row says committed (the commit
 //                       thread writes the marks)
 //   heartbeat.cpp       heartbeat: the lease kept, or lost and a new incarnation joined
-//   maintenance.cpp     the sweep of lost nodes, expired heads, forgotten records
+//   maintenance.cpp     delayed jobs admitted at their start; the sweep of lost nodes, expired
+//                       heads, forgotten records
 //   lost_claims.cpp     after a claiming statement failed: the claims it may have committed
 //                       unseen are taken back
 // The rules themselves are SQL (migrations/, see cluster_node.hpp).
@@ -66,6 +67,7 @@ inline constexpr Duration kCancelAnswerWait = std::chrono::milliseconds{100};
 inline constexpr std::size_t kSubmitBatch = 128;      // most submissions one statement inserts
 inline constexpr std::size_t kRecentOutcomes = 8192;  // outcome ids remembered for late waiters
 inline constexpr std::size_t kMostAhead = 16;         // most jobs a node claims beyond its workers
+inline constexpr std::size_t kPromoteBatch = 1000;    // most delayed jobs one pass admits
 // Finished records (functions.sql, sandglass_forget): looked for this often, at most kForgetBatch
 // rows a time, and kept at least kLeastKeep (a waiter reads its record after the outcome's NOTIFY).
 inline constexpr std::chrono::seconds kForgetEvery{1};
@@ -141,11 +143,13 @@ class ClusterNode::Impl {
     int attempt;
     Deadline deadline;  // the node's own, from the time left by the database's clock
     std::uint64_t epoch = 0;  // the lease's epoch when the claim was sent (NodeLease)
+    std::optional<JobRetry> retry;  // its row's retry spec: retried here, within this claim
   };
 
   // The outcome arrays of one statement (sandglass_finish_claim's outcome parameters).
   struct OutcomeArrays {
     std::string ids, attempts, states, reasons, causes, committed, results, errors, run_us;
+    std::string attempt_logs, retry_stopped;  // a retried job's record parts (NULL: none)
   };
 
   // ---- lifecycle, shared helpers (cluster_node.cpp)
@@ -356,6 +360,11 @@ class ClusterNode::Impl {
   // ---- maintenance (maintenance.cpp): the sweep of lost nodes, expired heads, forgotten
   // records; on a thread and session of their own, so that none of them delays a beat.
   void maintenance_loop(std::stop_token st);
+  // Brings the maintenance thread to admit delayed jobs now (this node scheduled one).
+  void wake_maintenance();
+  // Admits the delayed jobs whose start has come (sandglass_promote_due). Returns how long until
+  // the next scheduled start (none: nothing scheduled). Throws PgError.
+  std::optional<Duration> promote_due(PgSession& db);
   void sweep(PgSession& db);
   // The finished records older than keep_records_, and beyond records_max_count_ the oldest.
   void forget_records(PgSession& db);
@@ -447,8 +456,9 @@ class ClusterNode::Impl {
 
   std::mutex heartbeat_mu_;  // guards nothing: heartbeat_cv_'s
   std::condition_variable_any heartbeat_cv_;
-  std::mutex maintenance_mu_;  // guards nothing: maintenance_cv_'s
+  std::mutex maintenance_mu_;
   std::condition_variable_any maintenance_cv_;
+  bool promote_wanted_ = false;  // guarded by maintenance_mu_: a delayed job was scheduled here
 
   std::mutex commit_mu_;
   std::condition_variable_any commit_cv_;       // the commit thread waits for requests

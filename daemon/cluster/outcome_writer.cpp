@@ -3,6 +3,7 @@
 // sandglass_finish (only the current owner and attempt of a running job); an outcome that is
 // not written is stale: discarded and counted. A claimed job the node's drain deadline removed
 // unstarted has no outcome here: it is given back to the queue (give_back).
+#include "daemon/api/job_records.hpp"
 #include "daemon/cluster/job_rows.hpp"
 #include "daemon/cluster/node_impl.hpp"
 
@@ -33,6 +34,7 @@ void ClusterNode::Impl::finished(JobId id, int attempt, const Outcome& o) {
 ClusterNode::Impl::OutcomeArrays ClusterNode::Impl::outcome_arrays(const std::vector<Finish>& batch) {
   std::vector<std::int64_t> ids, attempts, run_us;
   std::vector<std::optional<std::string>> states, reasons, causes, results, errors;
+  std::vector<std::optional<std::string>> attempt_logs, retry_stopped;
   std::vector<std::string> committed;
   for (const Finish& f : batch) {
     const Outcome& o = f.outcome;
@@ -46,11 +48,17 @@ ClusterNode::Impl::OutcomeArrays ClusterNode::Impl::outcome_arrays(const std::ve
     results.push_back(o.result.empty() ? std::nullopt : std::optional<std::string>{o.result});
     errors.push_back(o.error.empty() ? std::nullopt : std::optional<std::string>{o.error});
     run_us.push_back(o.started() ? us_of(o.timings.run_time) : -1);
+    attempt_logs.push_back(o.attempts.empty() ? std::nullopt
+                                              : std::optional<std::string>{attempts_json_text(o.attempts)});
+    retry_stopped.push_back(o.retry_stop == RetryStop::none
+                                ? std::nullopt
+                                : std::optional<std::string>{std::string{to_string(o.retry_stop)}});
   }
   return {.ids = int_array(ids), .attempts = int_array(attempts), .states = text_array(states),
           .reasons = text_array(reasons), .causes = text_array(causes),
           .committed = text_array(committed), .results = text_array(results),
-          .errors = text_array(errors), .run_us = int_array(run_us)};
+          .errors = text_array(errors), .run_us = int_array(run_us),
+          .attempt_logs = text_array(attempt_logs), .retry_stopped = text_array(retry_stopped)};
 }
 
 void ClusterNode::Impl::outcomes_written(const std::vector<Finish>& batch,

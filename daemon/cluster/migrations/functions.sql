@@ -15,7 +15,7 @@
 --   7170734562315111681  schema migrations (session level, migrations.cpp)
 --   7170734562315111682  one sweeper at a time (sandglass_sweep, try-lock)
 --   7170734562315111683  hungry nodes' wake-ups ("Hungry nodes")
---   7170734562315111684  admission of a batch ("Admission and intake")
+--   7170734562315111684  admission of a batch, or of due delayed jobs ("Admission and intake")
 --   7170734562315111685  one forgetter at a time (sandglass_forget, try-lock)
 -- A submission takes 684 first, then job rows, then 683 shared, then its counter rows. A claim
 -- locks its job rows with SKIP LOCKED, then may take 683 exclusively, then its hunger row and
@@ -440,6 +440,13 @@ END $$;
 -- otherwise walk the index of running rows by owner, which holds an entry for every job the
 -- owner ever ran until vacuum, instead of looking up the ids.
 
+-- The elements of p_a at the places p_at, in that order; all of p_a when p_at is NULL.
+CREATE OR REPLACE FUNCTION sandglass_pick(p_a anyarray, p_at integer[])
+RETURNS anyarray LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN p_at IS NULL THEN p_a
+              ELSE ARRAY(SELECT p_a[u.k] FROM unnest(p_at) WITH ORDINALITY AS u(k, n) ORDER BY u.n) END;
+$$;
+
 -- Admission and insert of a batch (sandglass_admit), in one statement and one commit, with
 -- claims at insert: up to p_claim of the admitted unkeyed jobs of the kinds in p_served that
 -- come before every queued job of those kinds (class, then deadline; queued rows past their
@@ -450,13 +457,20 @@ END $$;
 -- p_wait[i] says the submitter of job i waits for its outcome: a job inserted here is awaited
 -- when its submitter waits; a job attached to by a waiting submitter becomes awaited. p_tokens:
 -- the intake tokens ("Admission and intake").
+-- A job with p_delay_us[i] > 0 is not admitted now: it is inserted `scheduled`, to start at this
+-- clock + its delay with its deadline as many microseconds later (verdict 'scheduled'; a keyed
+-- one may be attached or a conflict instead); sandglass_promote_due admits it at its start.
+-- p_retry_max[i] and p_retry_backoff_us[i] are job i's retry spec (NULL: none), for the node
+-- that claims it.
 CREATE OR REPLACE FUNCTION sandglass_submit_claim(p_node text, p_owner text, p_claim integer,
                                        p_served text[], p_kinds text[], p_args text[],
                                        p_priorities smallint[], p_keys text[],
                                        p_fingerprints text[], p_remaining_us bigint[],
                                        p_budget_us bigint[], p_work_us bigint[],
                                        p_tail_us bigint[], p_lease_ms bigint, p_wait boolean[],
-                                       p_tokens uuid[])
+                                       p_tokens uuid[], p_delay_us bigint[] DEFAULT NULL,
+                                       p_retry_max integer[] DEFAULT NULL,
+                                       p_retry_backoff_us bigint[] DEFAULT NULL)
 RETURNS TABLE (ord integer, job_id bigint, verdict text, remaining_us bigint)
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 #variable_conflict use_column
@@ -467,24 +481,79 @@ DECLARE
   v_new integer[] := '{}'; v_new_ids bigint[] := '{}'; v_claim boolean[]; v_kinds text[] := '{}';
   v_ord integer[] := '{}'; v_res_ids bigint[] := '{}'; v_verdicts text[] := '{}';
   v_attach bigint[] := '{}'; v_unawaited bigint[] := '{}';
+  v_now_ords integer[];            -- the jobs admitted now, by their place (NULL: all of them)
+  v_later integer[];               -- the delayed ones
+  v_keyed_new bigint[] := '{}'; v_keyed_ords integer[] := '{}';  -- keyed rows admit inserted
+  v_id bigint; v_fp text;
 BEGIN
-  FOR a IN
-    SELECT * FROM sandglass_admit(p_kinds, p_args, p_priorities, p_keys, p_fingerprints,
-                                  p_remaining_us, p_budget_us, p_work_us, p_tail_us, p_lease_ms,
-                                  p_tokens)
-  LOOP
-    v_ord := v_ord || a.ord; v_res_ids := v_res_ids || a.job_id; v_verdicts := v_verdicts || a.verdict;
-    IF a.verdict = 'admitted' AND a.inserted THEN  -- keyed: queued already, counted here
-      v_class := p_priorities[a.ord] + 1;
-      v_add[v_class] := v_add[v_class] + 1;
-      v_addw[v_class] := v_addw[v_class] + p_work_us[a.ord];
-      IF NOT (p_kinds[a.ord] = ANY (v_kinds)) THEN v_kinds := v_kinds || p_kinds[a.ord]; END IF;
-      IF NOT p_wait[a.ord] THEN v_unawaited := v_unawaited || a.job_id; ELSE v_attach := v_attach || a.job_id; END IF;
-    ELSIF a.verdict = 'admitted' THEN
-      v_new := v_new || a.ord;
-      v_new_ids := v_new_ids || a.job_id;
-    ELSIF a.verdict = 'attached' AND p_wait[a.ord] THEN
-      v_attach := v_attach || a.job_id;
+  SELECT coalesce(array_agg(u.n ORDER BY u.n) FILTER (WHERE coalesce(p_delay_us[u.n], 0) <= 0), '{}'),
+         coalesce(array_agg(u.n ORDER BY u.n) FILTER (WHERE p_delay_us[u.n] > 0), '{}')
+    INTO v_now_ords, v_later
+    FROM generate_series(1, coalesce(cardinality(p_kinds), 0)) AS u(n);
+  IF cardinality(v_later) = 0 THEN v_now_ords := NULL; END IF;  -- no copies of the arguments
+  IF v_now_ords IS NULL OR cardinality(v_now_ords) > 0 THEN
+    FOR a IN
+      SELECT coalesce(v_now_ords[x.ord], x.ord) AS ord, x.job_id, x.verdict, x.inserted
+        FROM sandglass_admit(sandglass_pick(p_kinds, v_now_ords), sandglass_pick(p_args, v_now_ords),
+                             sandglass_pick(p_priorities, v_now_ords), sandglass_pick(p_keys, v_now_ords),
+                             sandglass_pick(p_fingerprints, v_now_ords),
+                             sandglass_pick(p_remaining_us, v_now_ords),
+                             sandglass_pick(p_budget_us, v_now_ords), sandglass_pick(p_work_us, v_now_ords),
+                             sandglass_pick(p_tail_us, v_now_ords), p_lease_ms,
+                             sandglass_pick(p_tokens, v_now_ords)) AS x
+    LOOP
+      v_ord := v_ord || a.ord; v_res_ids := v_res_ids || a.job_id; v_verdicts := v_verdicts || a.verdict;
+      IF a.verdict = 'admitted' AND a.inserted THEN  -- keyed: queued already, counted here
+        v_class := p_priorities[a.ord] + 1;
+        v_add[v_class] := v_add[v_class] + 1;
+        v_addw[v_class] := v_addw[v_class] + p_work_us[a.ord];
+        IF NOT (p_kinds[a.ord] = ANY (v_kinds)) THEN v_kinds := v_kinds || p_kinds[a.ord]; END IF;
+        IF NOT p_wait[a.ord] THEN v_unawaited := v_unawaited || a.job_id; ELSE v_attach := v_attach || a.job_id; END IF;
+        IF p_retry_max[a.ord] IS NOT NULL THEN
+          v_keyed_new := v_keyed_new || a.job_id; v_keyed_ords := v_keyed_ords || a.ord;
+        END IF;
+      ELSIF a.verdict = 'admitted' THEN
+        v_new := v_new || a.ord;
+        v_new_ids := v_new_ids || a.job_id;
+      ELSIF a.verdict = 'attached' AND p_wait[a.ord] THEN
+        v_attach := v_attach || a.job_id;
+      END IF;
+    END LOOP;
+  END IF;
+  -- Keyed rows sandglass_admit inserted take their retry spec here (only this transaction
+  -- knows them yet).
+  IF cardinality(v_keyed_new) > 0 THEN
+    UPDATE sandglass_jobs j SET retry_max = p_retry_max[k.o], retry_backoff_us = p_retry_backoff_us[k.o]
+      FROM unnest(v_keyed_new, v_keyed_ords) AS k(id, o)
+     WHERE j.id = k.id;
+  END IF;
+  -- Delayed jobs: scheduled rows, in no counter (no work ahead of anyone until their start).
+  FOREACH i IN ARRAY v_later LOOP
+    v_id := NULL;
+    v_now := clock_timestamp();  -- created then: its start and deadline count from it
+    INSERT INTO sandglass_jobs (id, kind, args, priority, idempotency_key, fingerprint, budget_us,
+                                work_us, created_at, start_at, deadline, state, awaited,
+                                awaited_by, intake_token, retry_max, retry_backoff_us)
+    VALUES (nextval('sandglass_jobs_id_seq'), p_kinds[i], p_args[i], p_priorities[i],
+            p_keys[i], p_fingerprints[i], p_budget_us[i], p_work_us[i], v_now,
+            v_now + p_delay_us[i] * interval '1 microsecond',
+            v_now + (p_delay_us[i] + p_remaining_us[i]) * interval '1 microsecond',
+            'scheduled', p_wait[i], CASE WHEN p_wait[i] THEN ARRAY[p_node] END, p_tokens[i],
+            p_retry_max[i], p_retry_backoff_us[i])
+    ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+    RETURNING id INTO v_id;
+    v_ord := v_ord || i;
+    IF v_id IS NULL THEN  -- a job with this key exists
+      SELECT j.id, j.fingerprint INTO v_id, v_fp FROM sandglass_jobs j WHERE j.idempotency_key = p_keys[i];
+      v_res_ids := v_res_ids || v_id;
+      IF v_fp = p_fingerprints[i] THEN
+        v_verdicts := v_verdicts || 'attached'::text;
+        IF p_wait[i] THEN v_attach := v_attach || v_id; END IF;
+      ELSE
+        v_verdicts := v_verdicts || 'conflict'::text;
+      END IF;
+    ELSE
+      v_res_ids := v_res_ids || v_id; v_verdicts := v_verdicts || 'scheduled'::text;
     END IF;
   END LOOP;
   -- Keyed rows inserted by sandglass_admit took the column's default (awaited); those of
@@ -537,7 +606,7 @@ BEGIN
   -- Created, and for a claimed job claimed, at the instant its deadline counts from.
   INSERT INTO sandglass_jobs (id, kind, args, priority, budget_us, work_us, created_at, deadline,
                               state, owner, attempt, claimed_at, node_ran, awaited, awaited_by,
-                              intake_token)
+                              intake_token, retry_max, retry_backoff_us)
   SELECT u.id, p_kinds[u.o], p_args[u.o], p_priorities[u.o], p_budget_us[u.o], p_work_us[u.o],
          v_now, v_now + p_remaining_us[u.o] * interval '1 microsecond',
          CASE WHEN u.cl THEN 'running' ELSE 'queued' END,
@@ -545,7 +614,8 @@ BEGIN
          CASE WHEN u.cl THEN 1 ELSE 0 END,
          CASE WHEN u.cl THEN v_now END,
          CASE WHEN u.cl THEN p_node END,
-         p_wait[u.o], CASE WHEN p_wait[u.o] THEN ARRAY[p_node] END, p_tokens[u.o]
+         p_wait[u.o], CASE WHEN p_wait[u.o] THEN ARRAY[p_node] END, p_tokens[u.o],
+         p_retry_max[u.o], p_retry_backoff_us[u.o]
     FROM unnest(v_new, v_new_ids, v_claim) AS u(o, id, cl);
   PERFORM sandglass_count_classes(p_node, v_add, v_addw);
   PERFORM sandglass_wake_hungry(v_kinds, p_lease_ms);
@@ -559,6 +629,74 @@ BEGIN
       FROM unnest(v_ord, v_res_ids, v_verdicts) AS r(o, id, v);
 END $$;
 
+-- Delayed starts. Admits the scheduled jobs whose start has come (at most p_limit, earliest start
+-- first) by the rule that admits submissions (sandglass_admit: each with the time left to its
+-- deadline, its row's work estimate, and its kind's tail estimate among p_kinds/p_tail_us, 0 for
+-- a kind not named there): an admitted one becomes queued (counted under p_node, announced to
+-- hungry nodes), a refused one ends rejected with the admission's reason (queue_full,
+-- deadline_implausible). Lock order as a submission's: the admission lock, then the due rows
+-- (SKIP LOCKED: a row a cancel holds is due again next time), then 683 shared, then counter
+-- rows. Returns how many were queued and rejected, and the microseconds from now to the next
+-- scheduled start (NULL: none scheduled; zero or less: more are due already).
+CREATE OR REPLACE FUNCTION sandglass_promote_due(p_node text, p_lease_ms bigint, p_limit integer,
+                                                 p_kinds text[], p_tail_us bigint[])
+RETURNS TABLE (promoted integer, refused integer, next_start_us bigint)
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+#variable_conflict use_column
+DECLARE
+  v_ids bigint[]; v_kinds text[]; v_args text[]; v_prs smallint[]; v_left bigint[];
+  v_budgets bigint[]; v_works bigint[]; v_tails bigint[]; v_none text[]; v_now timestamptz;
+  v_add bigint[] := ARRAY[0, 0, 0, 0]; v_addw bigint[] := ARRAY[0, 0, 0, 0];
+  v_queued bigint[] := '{}'; v_queued_kinds text[] := '{}'; v_class integer; a record;
+BEGIN
+  promoted := 0; refused := 0;
+  -- Nothing due (the usual pass): the admission lock is not taken (one descent of the index).
+  IF EXISTS (SELECT 1 FROM sandglass_jobs j WHERE j.state = 'scheduled' AND j.start_at <= clock_timestamp()) THEN
+    PERFORM pg_advisory_xact_lock(7170734562315111684);
+    v_now := clock_timestamp();
+    SELECT array_agg(d.id ORDER BY d.start_at), array_agg(d.kind ORDER BY d.start_at),
+           array_agg(d.args ORDER BY d.start_at), array_agg(d.priority ORDER BY d.start_at),
+           array_agg(floor(extract(epoch FROM (d.deadline - v_now)) * 1000000)::bigint ORDER BY d.start_at),
+           array_agg(d.budget_us ORDER BY d.start_at), array_agg(d.work_us ORDER BY d.start_at),
+           array_agg(coalesce(p_tail_us[array_position(p_kinds, d.kind)], 0) ORDER BY d.start_at)
+      INTO v_ids, v_kinds, v_args, v_prs, v_left, v_budgets, v_works, v_tails
+      FROM (SELECT j.id, j.kind, j.args, j.priority, j.deadline, j.budget_us, j.work_us, j.start_at
+              FROM sandglass_jobs j
+             WHERE j.state = 'scheduled' AND j.start_at <= v_now
+             ORDER BY j.start_at LIMIT p_limit
+               FOR UPDATE SKIP LOCKED) d;
+    IF v_ids IS NOT NULL THEN
+      v_none := array_fill(NULL::text, ARRAY[cardinality(v_ids)]);  -- no keys: the rows exist
+      FOR a IN
+        SELECT * FROM sandglass_admit(v_kinds, v_args, v_prs, v_none, v_none, v_left, v_budgets,
+                                      v_works, v_tails, p_lease_ms,
+                                      array_fill(NULL::uuid, ARRAY[cardinality(v_ids)]))
+      LOOP
+        IF a.verdict = 'admitted' THEN
+          v_class := v_prs[a.ord] + 1;
+          v_add[v_class] := v_add[v_class] + 1;
+          v_addw[v_class] := v_addw[v_class] + v_works[a.ord];
+          v_queued := v_queued || v_ids[a.ord];
+          IF NOT (v_kinds[a.ord] = ANY (v_queued_kinds)) THEN v_queued_kinds := v_queued_kinds || v_kinds[a.ord]; END IF;
+        ELSE
+          PERFORM sandglass_end(v_ids[a.ord], v_kinds[a.ord], 'rejected', a.verdict, NULL);
+          refused := refused + 1;
+        END IF;
+      END LOOP;
+      IF cardinality(v_queued) > 0 THEN
+        PERFORM pg_advisory_xact_lock_shared(7170734562315111683);  -- "Hungry nodes"
+        UPDATE sandglass_jobs j SET state = 'queued' WHERE j.id = ANY (v_queued);
+        PERFORM sandglass_count_classes(p_node, v_add, v_addw);
+        PERFORM sandglass_wake_hungry(v_queued_kinds, p_lease_ms);
+        promoted := cardinality(v_queued);
+      END IF;
+    END IF;
+  END IF;
+  SELECT floor(extract(epoch FROM (min(j.start_at) - clock_timestamp())) * 1000000)::bigint
+    INTO next_start_us FROM sandglass_jobs j WHERE j.state = 'scheduled';
+  RETURN NEXT;
+END $$;
+
 -- The claim rule. Takes the queue in claim order (class, then deadline) with SKIP LOCKED, so
 -- claimers never wait for each other, and for each row: past its deadline -> ended
 -- expired_in_queue (any kind: someone must); less time left than the kind's tail estimate ->
@@ -570,11 +708,13 @@ END $$;
 -- that names the ids. With p_limit 0 it only retires expired heads (the maintenance pass). A
 -- claimer that does not hold its lease claims nothing; a hungry node's claim that would find
 -- nothing returns at once; a short claim turns the node hungry and looks once more ("Hungry
--- nodes"). The last row, when rows were retired, has only `retired` set.
+-- nodes"). The last row, when rows were retired, has only `retired` set. A claimed row comes with
+-- its retry spec (retry_max, retry_backoff_us; NULL: none): the claiming node retries it
+-- within this claim.
 CREATE OR REPLACE FUNCTION sandglass_claim(p_owner text, p_node text, p_limit integer,
                                            p_kinds text[], p_tail_us bigint[])
 RETURNS TABLE (job_id bigint, kind text, args text, priority smallint, attempt integer,
-               remaining_us bigint, retired integer)
+               remaining_us bigint, retired integer, retry_max integer, retry_backoff_us bigint)
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 #variable_conflict use_column
 DECLARE
@@ -656,14 +796,15 @@ BEGIN
         FROM unnest(v_ids, v_take, v_left) AS d(id, take, left_us)
        WHERE j.id = ANY (v_ids) AND j.id = d.id
       RETURNING j.id AS id, j.kind AS k, j.args AS a, j.priority AS cl, j.attempt AS at,
-                d.left_us AS left_us, j.work_us AS w, d.take AS take, j.awaited AS aw
+                d.left_us AS left_us, j.work_us AS w, d.take AS take, j.awaited AS aw,
+                j.retry_max AS rm, j.retry_backoff_us AS rb
     LOOP
       v_dec[r.cl + 1] := v_dec[r.cl + 1] + 1;
       v_decw[r.cl + 1] := v_decw[r.cl + 1] + r.w;
       IF r.take THEN
         v_claimed := v_claimed + 1;
         job_id := r.id; kind := r.k; args := r.a; priority := r.cl; attempt := r.at;
-        remaining_us := r.left_us; retired := 0;
+        remaining_us := r.left_us; retired := 0; retry_max := r.rm; retry_backoff_us := r.rb;
         RETURN NEXT;
       ELSE
         v_retired := v_retired + 1;
@@ -704,7 +845,7 @@ BEGIN
   END IF;
   IF v_retired > 0 THEN
     job_id := NULL; kind := NULL; args := NULL; priority := NULL; attempt := NULL;
-    remaining_us := NULL; retired := v_retired;
+    remaining_us := NULL; retired := v_retired; retry_max := NULL; retry_backoff_us := NULL;
     RETURN NEXT;
   END IF;
 END $$;
@@ -715,11 +856,14 @@ END $$;
 -- win in between (the handler then throws Cancelled and never passes it); once the owner writes
 -- the outcome, its word is the handler's. Announced: every outcome written when p_share, else
 -- the awaited ones. Returns the ids written, each with whether it was announced; the others were
--- stale (taken back or ended).
+-- stale (taken back or ended). A job retried by its node has its attempts (p_attempt_logs[i],
+-- the record's JSON array) and why its retries stopped (p_retry_stopped[i]); NULL: none.
 CREATE OR REPLACE FUNCTION sandglass_finish(p_owner text, p_ids bigint[], p_attempts integer[],
                                  p_states text[], p_reasons text[], p_causes text[],
                                  p_committed boolean[], p_results text[], p_errors text[],
-                                 p_run_us bigint[], p_share boolean)
+                                 p_run_us bigint[], p_share boolean,
+                                 p_attempt_logs text[] DEFAULT NULL,
+                                 p_retry_stopped text[] DEFAULT NULL)
 RETURNS TABLE (id bigint, notified boolean)
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 #variable_conflict use_column
@@ -729,9 +873,10 @@ BEGIN
     UPDATE sandglass_jobs j
        SET state = 'done', outcome_state = o.st, reason = o.re, cause = o.ca,
            committed = o.co, result = o.rs, error = o.er, run_us = o.ru,
-           finished_at = clock_timestamp()
+           attempts = o.al, retry_stopped = o.rt, finished_at = clock_timestamp()
       FROM unnest(p_ids, p_attempts, p_states, p_reasons, p_causes, p_committed, p_results,
-                  p_errors, p_run_us) AS o(id, at, st, re, ca, co, rs, er, ru)
+                  p_errors, p_run_us, p_attempt_logs, p_retry_stopped)
+             AS o(id, at, st, re, ca, co, rs, er, ru, al, rt)
      WHERE j.id = ANY (p_ids) AND j.id = o.id AND j.attempt = o.at
        AND j.owner IS NOT DISTINCT FROM p_owner AND j.state IS NOT DISTINCT FROM 'running'
     RETURNING j.id AS jid, j.kind AS jkind, o.ru AS ru, p_share OR j.awaited AS told)
@@ -747,27 +892,31 @@ END $$;
 -- jobs (sandglass_claim; none when p_limit is 0, which here does not retire expired heads) in
 -- one statement and one commit: a finished job frees a worker, and the claim that fills it
 -- carries the outcome. Rows with `written` set are the outcomes written (`notified`: announced);
--- the others are sandglass_claim's rows.
+-- the others are sandglass_claim's rows. p_attempt_logs, p_retry_stopped: sandglass_finish's.
 CREATE OR REPLACE FUNCTION sandglass_finish_claim(p_owner text, p_node text, p_ids bigint[],
                                        p_attempts integer[], p_states text[], p_reasons text[],
                                        p_causes text[], p_committed boolean[], p_results text[],
                                        p_errors text[], p_run_us bigint[], p_limit integer,
-                                       p_kinds text[], p_tail_us bigint[], p_share boolean)
+                                       p_kinds text[], p_tail_us bigint[], p_share boolean,
+                                       p_attempt_logs text[] DEFAULT NULL,
+                                       p_retry_stopped text[] DEFAULT NULL)
 RETURNS TABLE (written bigint, notified boolean, job_id bigint, kind text, args text,
-               priority smallint, attempt integer, remaining_us bigint, retired integer)
+               priority smallint, attempt integer, remaining_us bigint, retired integer,
+               retry_max integer, retry_backoff_us bigint)
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 BEGIN
   IF coalesce(cardinality(p_ids), 0) > 0 THEN
     RETURN QUERY
       SELECT f.id, f.notified, NULL::bigint, NULL::text, NULL::text, NULL::smallint,
-             NULL::integer, NULL::bigint, NULL::integer
+             NULL::integer, NULL::bigint, NULL::integer, NULL::integer, NULL::bigint
         FROM sandglass_finish(p_owner, p_ids, p_attempts, p_states, p_reasons, p_causes,
-                              p_committed, p_results, p_errors, p_run_us, p_share) AS f;
+                              p_committed, p_results, p_errors, p_run_us, p_share,
+                              p_attempt_logs, p_retry_stopped) AS f;
   END IF;
   IF p_limit > 0 THEN
     RETURN QUERY
       SELECT NULL::bigint, NULL::boolean, c.job_id, c.kind, c.args, c.priority, c.attempt,
-             c.remaining_us, c.retired
+             c.remaining_us, c.retired, c.retry_max, c.retry_backoff_us
         FROM sandglass_claim(p_owner, p_node, p_limit, p_kinds, p_tail_us) AS c;
   END IF;
 END $$;
@@ -794,8 +943,9 @@ BEGIN
     RETURNING j.id, j.attempt;
 END $$;
 
--- DELETE /v1/jobs/ID: a queued job ends at once (cancelled_in_queue, cause caller); a running
--- one is marked and its owner told on its incarnation's cancel channel ("Announced outcomes").
+-- DELETE /v1/jobs/ID: a queued or scheduled job ends at once (cancelled_in_queue, cause caller;
+-- a scheduled one is in no counter); a running one is marked and its owner told on its
+-- incarnation's cancel channel ("Announced outcomes").
 CREATE OR REPLACE FUNCTION sandglass_cancel(p_node text, p_id bigint)
 RETURNS text LANGUAGE plpgsql AS $$
 DECLARE r record;
@@ -805,6 +955,9 @@ BEGIN
   IF NOT FOUND THEN RETURN 'unknown'; END IF;
   IF r.state = 'queued' THEN
     PERFORM sandglass_count(p_node, r.priority, -1, -r.work_us);
+    PERFORM sandglass_end(p_id, r.kind, 'cancelled', 'cancelled_in_queue', 'caller');
+    RETURN 'ended';
+  ELSIF r.state = 'scheduled' THEN
     PERFORM sandglass_end(p_id, r.kind, 'cancelled', 'cancelled_in_queue', 'caller');
     RETURN 'ended';
   ELSIF r.state = 'running' THEN
