@@ -166,7 +166,8 @@ int run(int argc, char** argv) {
   std::size_t limit = 0;
   CLI::App* list = app.add_subcommand("list", "list recent jobs, newest first");
   list->add_option("--state", state,
-                   "scheduled, queued, claimed (a cluster), running, completed, failed, rejected, expired, cancelled");
+                   "scheduled, queued, claimed (a cluster), running, completed, failed, rejected, "
+                   "expired, cancelled");
   list->add_option("--kind", kind, "only jobs of this kind");
   list->add_option("--limit", limit, "at most this many (1 to 1000; default 100)");
   list->add_option("--cursor", cursor, "the next page after this cursor");
