@@ -95,7 +95,7 @@ std::string cluster_listing_json(PgSession& db, const ListingQuery& q, std::size
       db.exec(fmt::format("SELECT {}, {} FROM {} WHERE {} AND {} ORDER BY id DESC LIMIT {}::bigint",
                           record_columns(), kListedState, from, where, before, limit),
               params.values());
-  const int state_column = 17;  // after record_columns()
+  const int state_column = kRecordColumnCount;  // after record_columns()
   const int listed = std::min<int>(rows.rows(), static_cast<int>(q.limit));
   std::string body = R"({"jobs":[)";
   for (int r = 0; r < listed; ++r) {

@@ -32,7 +32,7 @@ constexpr std::string_view kRecordColumns =
     " coalesce(run_us, CASE WHEN state = 'running' THEN"
     " floor(extract(epoch FROM clock_timestamp() - claimed_at) * 1000000)::bigint END),"
     " floor(extract(epoch FROM deadline - coalesce(finished_at, clock_timestamp())) * 1000000)::bigint,"
-    " cancel_requested, attempts, retry_stopped";
+    " cancel_requested, attempts, retry_stopped";  // kRecordColumnCount of them
 
 }  // namespace
 

@@ -44,8 +44,9 @@ struct Record {
 };
 
 // The columns `record_of` reads, in its order (of sandglass_jobs, unqualified): a query may
-// select more after them.
+// select more after them, from column kRecordColumnCount on.
 std::string_view record_columns() noexcept;
+inline constexpr int kRecordColumnCount = 19;
 // Row `r` of a result that starts with record_columns() as the job record the daemon answers
 // with (the local record's fields, and "node": the node that ran it, "attempt", "priority").
 Record record_of(const PgRows& rows, int r);
