@@ -27,7 +27,7 @@ class Params {
  public:
   std::string add(std::string value) {
     values_.emplace_back(std::move(value));
-    return "$" + std::to_string(values_.size());
+    return fmt::format("${}", values_.size());
   }
   const std::vector<std::optional<std::string>>& values() const noexcept { return values_; }
 
