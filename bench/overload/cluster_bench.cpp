@@ -362,14 +362,12 @@ class PgConn {
 // session's first call plans every statement of the functions: tens of ms, once per
 // connection, which a node pays once per connection too); then it arrives at `ready` and
 // waits for `go`, after which `start` is set.
-// `awaited_schema`: the database's exchange announces only awaited outcomes (functions.sql,
-// "Announced outcomes"); false for an A/B against a build whose exchange announced every one.
 constexpr std::size_t kWarmup = 2;
 
 std::vector<double> run_claimer(const std::string& conninfo, std::size_t k, std::size_t batch,
                                 std::size_t exchanges, Clock::duration period,
                                 const Clock::time_point& start, std::latch& ready, std::latch& go,
-                                bool awaited_schema, std::atomic<std::size_t>& claimed) {
+                                std::atomic<std::size_t>& claimed) {
   PgConn db{conninfo};
   const std::string owner = fmt::format("claimbench-{}/0", k);
   const std::string node = fmt::format("claimbench-{}", k);
@@ -402,13 +400,12 @@ std::vector<double> run_claimer(const std::string& conninfo, std::size_t k, std:
     const bool share = !ids.empty() && sharing.due(a);
     std::vector<std::string> params{owner, node, id_list, ones, states, reasons, nulls, fs, nulls,
                                     nulls, zeros, last ? "0" : std::to_string(batch)};
-    if (awaited_schema) params.emplace_back(share ? "t" : "f");
+    params.emplace_back(share ? "t" : "f");
     const std::vector<std::string> rows = db.exec(
         fmt::format("SELECT coalesce(written, -job_id) FROM sandglass_finish_claim($1, $2, "
                     "$3::bigint[], $4::int[], $5::text[], $6::text[], $7::text[], $8::boolean[], "
-                    "$9::text[], $10::text[], $11::bigint[], $12, '{{claimbench}}', '{{0}}'{}) "
-                    "WHERE written IS NOT NULL OR job_id IS NOT NULL",
-                    awaited_schema ? ", $13" : ""),
+                    "$9::text[], $10::text[], $11::bigint[], $12, '{{claimbench}}', '{{0}}', $13) "
+                    "WHERE written IS NOT NULL OR job_id IS NOT NULL"),
         params);
     const auto b = Clock::now();
     if (share) sharing.shared(a);
@@ -436,7 +433,7 @@ struct ClaimRun {
 // there, each claimer's schedule offset by its share of one period, so that the total rate is
 // even). Each claimer takes (kWarmup + exchanges) x batch rows.
 ClaimRun run_claimers(Cluster& c, std::size_t claimers, std::size_t exchanges, std::size_t batch,
-                      Clock::duration period, bool awaited_schema) {
+                      Clock::duration period) {
   std::vector<std::vector<double>> per(claimers);
   std::vector<Clock::time_point> starts(claimers);
   std::atomic<std::size_t> claimed{0};
@@ -446,7 +443,7 @@ ClaimRun run_claimers(Cluster& c, std::size_t claimers, std::size_t exchanges, s
   for (std::size_t k = 0; k < claimers; ++k) {
     threads.emplace_back([&, k] {
       per[k] = run_claimer(c.pg.conninfo(), k, batch, exchanges, period, starts[k], ready, go,
-                           awaited_schema, claimed);
+                           claimed);
     });
   }
   ready.wait();
@@ -564,17 +561,15 @@ class PausedNodes {
 void claim_latency(Cluster& c, std::size_t claimers, std::size_t claims_each, std::size_t batch,
                    double paced_rate, bool verbose) {
   reset_queue(c.pg);
-  const bool awaited_schema =
-      c.pg.scalar("SELECT coalesce(max(version), 0) >= 8 FROM sandglass_schema_migrations") == "t";
   const std::size_t solo_each = claims_each / 2;
   const std::size_t paced_each = claims_each / 2;
   const std::size_t jobs =
       (kWarmup + solo_each + claimers * (2 * kWarmup + claims_each + paced_each)) * batch;
   c.pg.query(fmt::format(
-      "INSERT INTO sandglass_jobs (kind, args, priority, budget_us, deadline{}) "
+      "INSERT INTO sandglass_jobs (kind, args, priority, budget_us, deadline, awaited) "
       "SELECT 'claimbench', '{{}}', (g % 4)::smallint, 120000000, "
-      "clock_timestamp() + (60 + g % 60) * interval '1 second'{} FROM generate_series(1, {}) g",
-      awaited_schema ? ", awaited" : "", awaited_schema ? ", false" : "", jobs));  // nobody waits
+      "clock_timestamp() + (60 + g % 60) * interval '1 second', false FROM generate_series(1, {}) g",
+      jobs));  // nobody waits
   c.pg.query("VACUUM ANALYZE sandglass_jobs");
   // The claimers are live nodes to the nodes' sweeps (else their running jobs look lost and are
   // taken back: fencing at work, but not what is measured here).
@@ -584,13 +579,13 @@ void claim_latency(Cluster& c, std::size_t claimers, std::size_t claims_each, st
   }
   std::optional<PausedNodes> paused{std::in_place, c};
   statement_times(c.pg, 0);
-  const ClaimRun solo = run_claimers(c, 1, solo_each, batch, Clock::duration::zero(), awaited_schema);
+  const ClaimRun solo = run_claimers(c, 1, solo_each, batch, Clock::duration::zero());
   // What one exchange's time is made of, uncontended (nested statements included).
   const std::string solo_statements = verbose ? statement_times(c.pg, 15) : std::string{};
-  const ClaimRun closed = run_claimers(c, claimers, claims_each, batch, Clock::duration::zero(), awaited_schema);
+  const ClaimRun closed = run_claimers(c, claimers, claims_each, batch, Clock::duration::zero());
   const auto period = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(static_cast<double>(claimers) / paced_rate));
-  const ClaimRun paced = run_claimers(c, claimers, paced_each, batch, period, awaited_schema);
+  const ClaimRun paced = run_claimers(c, claimers, paced_each, batch, period);
   const std::string floor = exchange_floor(c, claimers, claims_each, batch);
   paused.reset();
   c.pg.query("DELETE FROM sandglass_nodes WHERE node LIKE 'claimbench-%'");
@@ -599,7 +594,6 @@ void claim_latency(Cluster& c, std::size_t claimers, std::size_t claims_each, st
   const double cores = std::max(1u, std::thread::hardware_concurrency());
   const double alone = quantile(solo.latencies, 0.5);
   std::printf("    (the cluster's nodes were stopped meanwhile: PausedNodes)\n");
-  if (!awaited_schema) std::printf("    (schema before 008: every outcome is announced)\n");
   std::printf("claim latency, %zu concurrent claimers, one node each (sandglass_finish_claim: the "
               "outcomes of the last %zu jobs and a claim of %zu more), %zu statements: p50 %.3f ms, "
               "p90 %.3f ms, p99 %.3f ms, max %.2f ms; %zu jobs claimed and finished in %.2f s "
