@@ -219,6 +219,7 @@ void ClusterNode::Impl::run_claimed(Claimed job) {
   const JobKind* kind = kinds_.find(kind_name);
   JobHandler handler;
   std::string estimate_key;
+  Duration size{};  // its own size, stated by its args (sleep, spin); zero: the kind's estimate
   std::string error = "no such kind";
   try {
     if (kind == nullptr) throw std::invalid_argument{"this daemon has no kind " + kind_name};
@@ -226,6 +227,7 @@ void ClusterNode::Impl::run_claimed(Claimed job) {
     if (!args.is_object()) throw ArgsError{"args", "must be an object"};
     handler = kind->prepare(args.as_object());
     if (kind->estimate_key) estimate_key = kind->estimate_key(args.as_object());
+    if (kind->expected) size = kind->expected(args.as_object());
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -237,7 +239,10 @@ void ClusterNode::Impl::run_claimed(Claimed job) {
   }
   const RunId run{id, attempt};
   {
-    const auto [work, tail] = estimates(kind_name);
+    // What the node reports as its running work (the heartbeat): by the job's own size when its
+    // args state one, as admission counted it, not by the kind's tail (one long job of the kind
+    // would make every short one look long).
+    const auto [work, tail] = estimates(kind_name, size);
     HeldRuns::Added added = held_runs_.add(run, work, tail);  // a cancel that came first: attach
     // Older attempts of this job here are stale: the row says this one now.
     if (!added.stale.empty()) metrics_.stale_runs.Increment(static_cast<double>(added.stale.size()));
