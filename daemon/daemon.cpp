@@ -50,6 +50,7 @@ class Daemon::Impl {
     if (config_.cluster) {  // connects and migrates: an unreachable database fails the start
       cluster_ = std::make_unique<cluster::ClusterNode>(config_, kinds_, runtime_);
       api_.set_cluster(cluster_.get());
+      cluster_->observe_runs([this](const Outcome& o) { metrics_.job_retries(o); });
     }
   }
 

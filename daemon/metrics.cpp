@@ -285,19 +285,7 @@ void DaemonMetrics::job_finished(const Outcome& outcome, Priority priority) {
         .Increment();
   }
   if (outcome.reason == Reason::completed_after_cancel) k.completed_after_cancel.Increment();
-  if (outcome.attempts.size() > 1) {
-    k.retries.get(f.retries, [&] { return Labels{{"kind", outcome.kind}}; })
-        .Increment(static_cast<double>(outcome.attempts.size() - 1));
-  }
-  if (outcome.retry_stop != RetryStop::none) {
-    k.retry_stops[slot_of<kRetryStopCount>(outcome.retry_stop)]
-        .get(f.retry_stops,
-             [&] {
-               return Labels{{"kind", outcome.kind},
-                             {"reason", std::string{to_string(outcome.retry_stop)}}};
-             })
-        .Increment();
-  }
+  job_retries(outcome);
 
   const Timings& t = outcome.timings;
   // A shed job was admitted and waited before a job of a higher class pushed it out.
@@ -314,6 +302,24 @@ void DaemonMetrics::job_finished(const Outcome& outcome, Priority priority) {
       k.work_after_deadline.Increment(seconds(late));
       k.after_deadline.Increment();
     }
+  }
+}
+
+void DaemonMetrics::job_retries(const Outcome& outcome) {
+  Families& f = *families_;
+  Families::Kind& k = f.kind(outcome.kind);
+  if (outcome.attempts.size() > 1) {
+    k.retries.get(f.retries, [&] { return Labels{{"kind", outcome.kind}}; })
+        .Increment(static_cast<double>(outcome.attempts.size() - 1));
+  }
+  if (outcome.retry_stop != RetryStop::none) {
+    k.retry_stops[slot_of<kRetryStopCount>(outcome.retry_stop)]
+        .get(f.retry_stops,
+             [&] {
+               return Labels{{"kind", outcome.kind},
+                             {"reason", std::string{to_string(outcome.retry_stop)}}};
+             })
+        .Increment();
   }
 }
 

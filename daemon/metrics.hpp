@@ -69,6 +69,10 @@ class DaemonMetrics {
   // budget and queue-wait histograms; started jobs (`Outcome::started()`) in the dispatch and
   // run-time histograms. A job that started after its deadline is observed with zero remaining.
   void job_finished(const Outcome& outcome, Priority priority);
+  // The retries of a job's outcome (Outcome::attempts beyond the first) and why they stopped:
+  // part of job_finished; alone for a cluster node's run of a claimed job, which job_finished
+  // does not see (the cluster counts its jobs in its own metrics).
+  void job_retries(const Outcome& outcome);
   // A running job of `kind` went on past its deadline long enough to count as overrunning
   // (Runtime's on_overrun). `kind` as for job_submitted.
   void job_overrunning(std::string_view kind);

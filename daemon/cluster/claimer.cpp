@@ -270,7 +270,10 @@ void ClusterNode::Impl::run_claimed(Claimed job) {
   JobSpec spec{.kind = kind_name, .priority = job.priority, .deadline = job.deadline,
                .estimate_key = std::move(estimate_key), .admitted = true, .retry = job.retry};
   JobHandle handle = runtime_.submit(std::move(spec), std::move(wrapped),
-                                     [this, id, attempt](const Outcome& o) { finished(id, attempt, o); });
+                                     [this, id, attempt](const Outcome& o) {
+                                       if (run_observer_) run_observer_(o);
+                                       finished(id, attempt, o);
+                                     });
   // A cancel that came first, or a claim of an incarnation that has lost its lease since (its
   // row is no longer this node's: the run must not go on under the new incarnation's lease;
   // its outcome is stale).

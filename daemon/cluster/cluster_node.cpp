@@ -182,6 +182,9 @@ ClusterNode::ClusterNode(const DaemonConfig& config, const KindRegistry& kinds, 
     : impl_{std::make_unique<Impl>(config, kinds, runtime)} {}
 ClusterNode::~ClusterNode() = default;
 void ClusterNode::start(const std::string& listen_address) { impl_->start(listen_address); }
+void ClusterNode::observe_runs(std::function<void(const Outcome&)> observer) {
+  impl_->observe_runs(std::move(observer));
+}
 void ClusterNode::stop_claiming() { impl_->stop_claiming(); }
 void ClusterNode::stop(Duration flush_for) { impl_->stop(flush_for); }
 ClusterNode::ClientGone ClusterNode::submit(JobRequest request, TimePoint arrived_at, Respond respond) {

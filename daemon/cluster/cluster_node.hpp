@@ -86,6 +86,10 @@ class ClusterNode {
   // Registers this node (named `listen_address` unless cluster.node names it) and starts the
   // threads. Throws PgError.
   void start(const std::string& listen_address);
+  // Called with the outcome of every run of a claimed job here (on the runtime's thread that
+  // publishes it), before the outcome is written: the daemon counts its retries. Set before
+  // start(), or never.
+  void observe_runs(std::function<void(const Outcome&)> observer);
   // No claim starts after this returns. Blocks for at most one claim statement.
   void stop_claiming();
   // After the runtime has drained: writes the outcomes still pending (for up to `flush_for`),

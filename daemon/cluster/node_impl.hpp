@@ -45,6 +45,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -92,6 +93,9 @@ class ClusterNode::Impl {
   ~Impl() { stop(Duration::zero()); }
 
   void start(const std::string& listen_address);
+  void observe_runs(std::function<void(const Outcome&)> observer) {
+    run_observer_ = std::move(observer);
+  }
   void stop_claiming();
   void stop(Duration flush_for);
 
@@ -377,6 +381,8 @@ class ClusterNode::Impl {
   const BudgetPolicy budget_;
   const KindRegistry& kinds_;
   Runtime& runtime_;
+  // ClusterNode::observe_runs: set before start(), read-only after it.
+  std::function<void(const Outcome&)> run_observer_;
   const std::size_t workers_;
   const std::size_t claim_ahead_;  // claim_ahead_for(workers_, capacity_, [cluster] claim_ahead)
   const std::size_t capacity_;

@@ -158,12 +158,14 @@ TEST_CASE("a cluster job that fails twice then succeeds shows its three attempts
   CHECK(reason_of(attempts[2].as_object()) == "ok");
   CHECK_FALSE(o.contains("retry_stopped"));
   CHECK(record(runner.port(), id) == record(reader.port(), id));
+  // Counted where they ran.
+  CHECK(metric(runner.port(), R"(sandglass_retries_total{kind="exec"})") == 2);
 }
 
 TEST_CASE("a cluster job's retries stop when the budget left cannot fit another attempt" *
           doctest::timeout(120)) {
   ClusterFixture c;
-  c.node({"exec"}, 2, {}, flaky_commands());
+  DaemonProcess& runner = c.node({"exec"}, 2, {}, flaky_commands());
   DaemonProcess& reader = c.node({"sleep"}, 2, {}, flaky_commands());
   const std::uint64_t id = submit_later(
       reader.port(), R"({"kind":"exec","args":{"command":"fail"},"timeout_ms":2000,)"
@@ -183,6 +185,10 @@ TEST_CASE("a cluster job's retries stop when the budget left cannot fit another 
   const auto s = json_of(http(reader.port(), "GET", "/v1/jobs/" + std::to_string(spent) + "?wait=true"));
   CHECK(text(s, "retry_stopped") == "attempts_exhausted");
   CHECK(s.at("attempts").as_array().size() == 2);
+  CHECK(metric(runner.port(),
+               R"(sandglass_retry_stops_total{kind="exec",reason="attempts_exhausted"})") == 1);
+  CHECK(metric(runner.port(),
+               R"(sandglass_retry_stops_total{kind="exec",reason="retry_skipped_budget"})") == 1);
 }
 
 }  // TEST_SUITE
