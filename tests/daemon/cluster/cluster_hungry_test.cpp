@@ -59,12 +59,13 @@ TEST_CASE("a job queued while every node is busy sends no NOTIFY and starts when
   }));
 
   // Two jobs of other kinds, classes and budgets, each submitted on a busy node: queued, and
-  // nobody is told.
+  // nobody is told. Their budgets outlast the long jobs (each node reports 50 s of running
+  // work), so admission can promise them a start.
   NotifyListener queued{c.pg, "sandglass_queued"};
   const std::uint64_t normal_spin =
-      submit_later(b.port(), R"({"kind":"spin","args":{"ms":5},"priority":"normal","timeout_ms":20000})");
+      submit_later(b.port(), R"({"kind":"spin","args":{"ms":5},"priority":"normal","timeout_ms":70000})");
   const std::uint64_t critical_sleep =
-      submit_later(a.port(), R"({"kind":"sleep","args":{"ms":5},"priority":"critical","timeout_ms":30000})");
+      submit_later(a.port(), R"({"kind":"sleep","args":{"ms":5},"priority":"critical","timeout_ms":80000})");
   CHECK(column(c, normal_spin, "state") == "queued");
   CHECK(column(c, critical_sleep, "state") == "queued");
   CHECK(queued.payloads().empty());
@@ -92,7 +93,7 @@ TEST_CASE("a job queued while every node is busy sends no NOTIFY and starts when
                        "WHERE n.node = '" + ClusterFixture::name_of(a) + "'") == "t";
   }));
   const std::uint64_t high_sleep =
-      submit_later(b.port(), R"({"kind":"sleep","args":{"ms":5},"priority":"high","timeout_ms":25000})");
+      submit_later(b.port(), R"({"kind":"sleep","args":{"ms":5},"priority":"high","timeout_ms":75000})");
   REQUIRE(eventually([&] { return state_of(b.port(), high_sleep) == "completed"; }, 30s));
   CHECK(column(c, high_sleep, "node_ran") == ClusterFixture::name_of(a));
   CHECK(queued.payloads() == std::vector<std::string>{"sleep"});

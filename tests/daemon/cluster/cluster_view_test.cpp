@@ -220,7 +220,9 @@ TEST_CASE("records.max_count bounds a cluster's finished rows: the oldest go, li
   ClusterFixture c;
   const std::string records = "[records]\nmax_count = 6\n";
   // The [records] table after the [cluster] table the fixture writes.
-  DaemonProcess& a = c.node({"sleep"}, 2, {}, records);
+  // Three workers: one runs the live 60 s job, and a finished job's worker is free for the
+  // next, so admission never counts the live job as work ahead of a short one.
+  DaemonProcess& a = c.node({"sleep"}, 3, {}, records);
   DaemonProcess& b = c.node({"spin"}, 2, {}, records);
   const std::uint64_t live = submit_later(a.port(), R"({"kind":"sleep","args":{"ms":60000},"priority":"sheddable","timeout_ms":90000})");
   std::vector<std::uint64_t> done;
