@@ -14,6 +14,16 @@ function(sandglass_raw_string var file delimiter)
   set(${var} "R\"${delimiter}(${content})${delimiter}\"" PARENT_SCOPE)
 endfunction()
 
+# sandglass_generated_preamble(<var> <source>): sets <var> to the first lines of a generated C++
+# source made from <source>: a "do not edit" line, and a pragma that lets a literal exceed the
+# 65,536 characters the standard asks compilers to support (GCC and Clang take any length;
+# -Wpedantic, and so -Werror, would refuse the file: functions.sql is longer than that).
+function(sandglass_generated_preamble var source)
+  set(${var} "// Generated from ${source}; do not edit.
+#pragma GCC diagnostic ignored \"-Woverlength-strings\"
+" PARENT_SCOPE)
+endfunction()
+
 # sandglass_write_generated(<output> <body>): writes <body> to <output> only when it differs,
 # so that unchanged inputs recompile nothing.
 function(sandglass_write_generated output body)

@@ -4,7 +4,7 @@
 #   cmake -DUI_DIR=daemon/ui -DOUTPUT=build/daemon/ui_assets.cpp -P embed_assets.cmake
 include("${CMAKE_CURRENT_LIST_DIR}/../../cmake/embed_text.cmake")
 set(names index.html app.css app.js)
-set(body "// Generated from daemon/ui/ by daemon/ui/embed_assets.cmake; do not edit.\n")
+sandglass_generated_preamble(body "daemon/ui/ by daemon/ui/embed_assets.cmake")
 string(APPEND body "#include \"daemon/ui/ui_assets.hpp\"\n\n#include <array>\n\n")
 string(APPEND body "namespace sandglass::daemon {\n\nstd::span<const UiAsset> ui_assets() noexcept {\n")
 string(APPEND body "  static constexpr std::array<UiAsset, 3> kAssets{{\n")

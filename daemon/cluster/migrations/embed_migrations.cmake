@@ -8,7 +8,7 @@
 include("${CMAKE_CURRENT_LIST_DIR}/../../../cmake/embed_text.cmake")
 string(REPLACE "," ";" files "${MIGRATIONS}")
 list(SORT files)
-set(body "// Generated from daemon/cluster/migrations/ by embed_migrations.cmake; do not edit.\n")
+sandglass_generated_preamble(body "daemon/cluster/migrations/ by embed_migrations.cmake")
 string(APPEND body "#include \"daemon/cluster/migrations.hpp\"\n\n")
 string(APPEND body "namespace sandglass::daemon::cluster {\n\nstd::span<const Migration> migrations() noexcept {\n")
 string(APPEND body "  static const Migration kMigrations[] = {\n")
