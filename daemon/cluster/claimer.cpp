@@ -35,11 +35,18 @@
 namespace sandglass::daemon::cluster {
 namespace {
 
-// A claimed row's retry spec: columns `at` (retry_max) and `at` + 1 (retry_backoff_us).
-std::optional<JobRetry> retry_of(const PgRows& rows, int r, int at) {
-  if (rows.null(r, at)) return std::nullopt;
-  return JobRetry{.max_attempts = static_cast<int>(rows.integer(r, at)),
-                  .backoff = std::chrono::microseconds{rows.null(r, at + 1) ? 0 : rows.integer(r, at + 1)}};
+// The exchange's columns, in the order its statement selects them.
+enum ExchangeColumn : int {
+  kWritten, kNotified, kJobId, kKind, kArgs, kPriority, kAttempt, kRemainingUs, kRetired,
+  kRetryMax, kRetryBackoffUs,
+};
+
+// A claimed row's retry spec (NULL retry_max: none).
+std::optional<JobRetry> retry_of(const PgRows& rows, int r) {
+  if (rows.null(r, kRetryMax)) return std::nullopt;
+  return JobRetry{.max_attempts = static_cast<int>(rows.integer(r, kRetryMax)),
+                  .backoff = std::chrono::microseconds{
+                      rows.null(r, kRetryBackoffUs) ? 0 : rows.integer(r, kRetryBackoffUs)}};
 }
 
 }  // namespace
@@ -178,21 +185,23 @@ bool ClusterNode::Impl::exchange(PgSession& db, const std::vector<Finish>& outco
   std::vector<Written> written;
   std::vector<Claimed> claimed;
   for (int r = 0; r < rows.rows(); ++r) {
-    if (!rows.null(r, 0)) {
-      written.push_back({.id = static_cast<JobId>(rows.integer(r, 0)), .notified = rows.boolean(r, 1)});
-    } else if (rows.null(r, 2)) {
-      metrics_.retired.Increment(static_cast<double>(rows.integer(r, 8)));
+    if (!rows.null(r, kWritten)) {
+      written.push_back(
+          {.id = static_cast<JobId>(rows.integer(r, kWritten)), .notified = rows.boolean(r, kNotified)});
+    } else if (rows.null(r, kJobId)) {
+      metrics_.retired.Increment(static_cast<double>(rows.integer(r, kRetired)));
     } else if (claimed.size() < limit) {  // the claim rule takes no more; checked all the same
       // Remaining by the database's clock at the claim, counted from when the statement was
       // sent: the round trip is charged to the job, never granted to it.
-      claimed.push_back({.id = static_cast<JobId>(rows.integer(r, 2)),
-                         .kind = std::string{rows.text(r, 3)},
-                         .args = std::string{rows.text(r, 4)},
-                         .priority = static_cast<Priority>(rows.integer(r, 5)),
-                         .attempt = static_cast<int>(rows.integer(r, 6)),
-                         .deadline = Deadline::after(std::chrono::microseconds{rows.integer(r, 7)}, asked),
-                         .epoch = claimer.epoch,
-                         .retry = retry_of(rows, r, 9)});
+      claimed.push_back(
+          {.id = static_cast<JobId>(rows.integer(r, kJobId)),
+           .kind = std::string{rows.text(r, kKind)},
+           .args = std::string{rows.text(r, kArgs)},
+           .priority = static_cast<Priority>(rows.integer(r, kPriority)),
+           .attempt = static_cast<int>(rows.integer(r, kAttempt)),
+           .deadline = Deadline::after(std::chrono::microseconds{rows.integer(r, kRemainingUs)}, asked),
+           .epoch = claimer.epoch,
+           .retry = retry_of(rows, r)});
     }
   }
   if (!outcomes.empty()) outcomes_written(outcomes, written, asked);

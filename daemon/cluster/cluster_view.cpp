@@ -66,10 +66,9 @@ std::string conditions(const ListingQuery& q, Params& params) {
 }
 
 // One listed row: its record, the state it shows, and a live one's "remaining_ms".
-std::string listed_json(const PgRows& rows, int r, int state_column) {
+std::string listed_json(const PgRows& rows, int r) {
   const Record rec = record_of(rows, r);
   boost::json::object o = boost::json::parse(rec.json).as_object();
-  o["state"] = rows.text(r, state_column);
   if (!rec.terminal) o["remaining_ms"] = rec.remaining_us / 1000;
   return boost::json::serialize(o);
 }
@@ -92,15 +91,14 @@ std::string cluster_listing_json(PgSession& db, const ListingQuery& q, std::size
                              params.add(std::to_string(scan)))
                : "sandglass_jobs";
   const PgRows rows =
-      db.exec(fmt::format("SELECT {}, {} FROM {} WHERE {} AND {} ORDER BY id DESC LIMIT {}::bigint",
-                          record_columns(), kListedState, from, where, before, limit),
+      db.exec(fmt::format("SELECT {} FROM {} WHERE {} AND {} ORDER BY id DESC LIMIT {}::bigint",
+                          record_columns(), from, where, before, limit),
               params.values());
-  const int state_column = kRecordColumnCount;  // after record_columns()
   const int listed = std::min<int>(rows.rows(), static_cast<int>(q.limit));
   std::string body = R"({"jobs":[)";
   for (int r = 0; r < listed; ++r) {
     if (r > 0) body += ',';
-    body += listed_json(rows, r, state_column);
+    body += listed_json(rows, r);
   }
   body += R"(],"next_cursor":)";
   std::optional<std::int64_t> next;
@@ -148,12 +146,15 @@ std::string cluster_stats_json(PgSession& db, const ViewingNode& me) {
           "     FROM sandglass_counters c GROUP BY c.priority"
           "   UNION ALL"
           "   SELECT {}, j.priority, count(*) FROM sandglass_jobs j WHERE j.state = 'running'"
-          "    GROUP BY 1, 2) t)"
+          "    GROUP BY 1, 2"
+          "   UNION ALL"
+          "   SELECT 'scheduled', j.priority, count(*) FROM sandglass_jobs j WHERE j.state = 'scheduled'"
+          "    GROUP BY 2) t)"
           " FROM v",
           kMostNodesShown, kListedState),
       {std::to_string(whole_ms(me.lease))});
   boost::json::object jobs;
-  for (const std::string_view state : {"queued", "running", "claimed"}) {
+  for (const std::string_view state : {"scheduled", "queued", "running", "claimed"}) {
     boost::json::object by_class;
     for (std::size_t p = 0; p < kPriorityCount; ++p) by_class[to_string(static_cast<Priority>(p))] = 0;
     by_class["total"] = 0;

@@ -24,7 +24,10 @@ boost::json::value result_value(std::string_view text) {
 
 // The columns `record_of` reads, in its order.
 constexpr std::string_view kRecordColumns =
-    "id, kind, state, outcome_state, reason, cause, committed, result, error, node_ran, attempt,"
+    // A running row claimed ahead and not started yet is "claimed" (functions.sql,
+    // sandglass_listed_state); a done row stays "done", its outcome_state beside it.
+    "id, kind, CASE WHEN state = 'running' THEN sandglass_listed_state(state, outcome_state, id, owner)"
+    " ELSE state END, outcome_state, reason, cause, committed, result, error, node_ran, attempt,"
     " priority, budget_us,"
     // A delayed job waits in the queue from its start: its delay is not queue time.
     " greatest(0, floor(extract(epoch FROM coalesce(claimed_at, finished_at, clock_timestamp())"

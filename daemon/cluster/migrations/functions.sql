@@ -17,34 +17,40 @@
 --   7170734562315111683  hungry nodes' wake-ups ("Hungry nodes")
 --   7170734562315111684  admission of a batch, or of due delayed jobs ("Admission and intake")
 --   7170734562315111685  one forgetter at a time (sandglass_forget, try-lock)
--- A submission takes 684 first, then job rows, then 683 shared, then its counter rows. A claim
--- locks its job rows with SKIP LOCKED, then may take 683 exclusively, then its hunger row and
--- its counter rows.
+-- A submission locks its job rows (inserts, keyed waits, attaches) first, then takes 683 shared,
+-- then 684, then its admissions' counter rows; sandglass_promote_due takes 683 shared, 684, its
+-- due rows (SKIP LOCKED), then its admissions' counter rows. A claim locks its job rows with
+-- SKIP LOCKED, then may take 683 exclusively, then its hunger row and its other counter rows.
+-- Only holders of 684 write admissions' counter rows (006_intake_counters.sql), so a holder of
+-- 684 waits for nothing but the commit.
 
 -- ---------------------------------------------------------------------------------------------
 -- Counters
 
--- Changes a node's counter of one class by p_queued jobs and p_work_us work.
+-- Changes a node's counter of one class (not its admissions' row: 006_intake_counters.sql) by
+-- p_queued jobs and p_work_us work.
 CREATE OR REPLACE FUNCTION sandglass_count(p_node text, p_priority smallint, p_queued bigint, p_work_us bigint)
 RETURNS void LANGUAGE sql AS $$
   INSERT INTO sandglass_counters AS c (node, priority, queued, work_us)
   VALUES (p_node, p_priority, p_queued, p_work_us)
-  ON CONFLICT (node, priority) DO UPDATE
+  ON CONFLICT (node, priority, intake) DO UPDATE
     SET queued = c.queued + EXCLUDED.queued, work_us = c.work_us + EXCLUDED.work_us;
 $$;
 
 -- Changes a node's counters of all four classes by p_queued[class + 1] jobs and p_work_us[...]
--- work in one statement, taking the rows in ascending class. A plpgsql statement, so its plan is
--- cached per session (a call of an SQL function is planned again every time).
-CREATE OR REPLACE FUNCTION sandglass_count_classes(p_node text, p_queued bigint[], p_work_us bigint[])
+-- work in one statement, taking the rows in ascending class: its admissions' rows when
+-- p_intake (only under the admission lock), else its other rows. A plpgsql statement, so its
+-- plan is cached per session (a call of an SQL function is planned again every time).
+CREATE OR REPLACE FUNCTION sandglass_count_classes(p_node text, p_queued bigint[], p_work_us bigint[],
+                                                   p_intake boolean)
 RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
-  INSERT INTO sandglass_counters AS c (node, priority, queued, work_us)
-  SELECT p_node, (k - 1)::smallint, p_queued[k], p_work_us[k]
+  INSERT INTO sandglass_counters AS c (node, priority, intake, queued, work_us)
+  SELECT p_node, (k - 1)::smallint, p_intake, p_queued[k], p_work_us[k]
     FROM generate_series(1, 4) AS k
    WHERE p_queued[k] <> 0 OR p_work_us[k] <> 0
    ORDER BY k
-  ON CONFLICT (node, priority) DO UPDATE
+  ON CONFLICT (node, priority, intake) DO UPDATE
     SET queued = c.queued + EXCLUDED.queued, work_us = c.work_us + EXCLUDED.work_us;
 END $$;
 
@@ -247,13 +253,20 @@ $$;
 -- within the lease) count, and for a kind only those that serve it (sandglass_nodes.kinds,
 -- NULL: every kind). The running term is each node's reported rest less the time since.
 --
--- Atomic admission. Each submission statement reads the counters, decides its batch, then
--- writes its counter changes; two statements that read the same counters could each admit the
--- queue's last places. So the admission holds the advisory lock 7170734562315111684 from before
--- it reads the counters to its commit. No deadlock: a submission takes it first, before any job
--- row, the hunger lock or a counter row; nothing else takes it; every transaction a holder may
--- wait for (a keyed insert's conflicting row, a job row it marks awaited, a claim holding the
--- hunger lock) never waits for it.
+-- Atomic admission. Each submission decides its batch against the counters, then writes its
+-- counter changes; two statements that read the same counters could each admit the queue's last
+-- places. So the decision that counts is made under the advisory lock 7170734562315111684, held
+-- from before it reads the counters to the commit. To keep that section short (every node's
+-- submissions pass through it one at a time), a submission decides twice: first without the
+-- lock (sandglass_admit: the refusals then cost no insert), inserts what that pass admitted,
+-- then takes the lock and decides those jobs again (sandglass_admission_verdicts) against the
+-- counters as every committed submission left them; a job this second pass refuses is deleted
+-- again and answered with its reason. Inside the lock only the counters are read, the verdicts
+-- decided and its admissions' counter rows written, rows no one but a holder of the lock
+-- writes (006_intake_counters.sql). So a holder waits for nothing but its commit: not for a job
+-- row (a submission has made its inserts, keyed waits and attaches before it asks for the lock;
+-- sandglass_promote_due locks its rows with SKIP LOCKED), not for a claim's counter row, and
+-- not for 683 (taken shared before it, "Hungry nodes").
 --
 -- Intake tokens. A node gives every submission a random token (sandglass_jobs.intake_token),
 -- written with the row it inserts. When the connection breaks while a submission's statement
@@ -262,29 +275,27 @@ $$;
 -- found is the job, answered as admitted; a token not found was never inserted, so trying the
 -- submission once more cannot insert it twice.
 
--- Cluster-wide admission of a batch: the counters and the live nodes are read once, each job is
--- admitted in class order (then as given) against what the batch admitted before it. A keyed
--- job is attached (a job with its key exists with the same fingerprint), a conflict, or
--- inserted here (queued; inserted true); an admitted job without a key gets its id reserved
--- (inserted false) for the caller to insert. Rows come in the order decided; counting and
--- NOTIFY are the caller's.
-CREATE OR REPLACE FUNCTION sandglass_admit(p_kinds text[], p_args text[], p_priorities smallint[],
-                                p_keys text[], p_fingerprints text[], p_remaining_us bigint[],
-                                p_budget_us bigint[], p_work_us bigint[], p_tail_us bigint[],
-                                p_lease_ms bigint, p_tokens uuid[])
-RETURNS TABLE (ord integer, job_id bigint, verdict text, inserted boolean) LANGUAGE plpgsql AS $$
-#variable_conflict use_column
+-- The admission rule, the one place it is written: a verdict for each job i with p_decide[i]
+-- (NULL for the others): admitted, queue_full or deadline_implausible. The counters and the
+-- live nodes are read once; the jobs are decided in class order (then as given), each against
+-- what the jobs decided before it left. Exact only for a caller that holds the admission lock
+-- 7170734562315111684 to its commit.
+CREATE OR REPLACE FUNCTION sandglass_admission_verdicts(p_kinds text[], p_priorities smallint[],
+                                                        p_remaining_us bigint[], p_work_us bigint[],
+                                                        p_tail_us bigint[], p_lease_ms bigint,
+                                                        p_decide boolean[])
+RETURNS text[] LANGUAGE plpgsql AS $$
 DECLARE
-  i integer; v_class integer; v_id bigint; v_fp text; v_queued bigint; v_capacity bigint;
-  v_ahead bigint; v_at integer; v_now timestamptz;
+  i integer; v_class integer; v_queued bigint; v_capacity bigint; v_ahead bigint; v_at integer;
+  v_now timestamptz := clock_timestamp();
+  v_out text[] := array_fill(NULL::text, ARRAY[coalesce(cardinality(p_kinds), 0)]);
   v_work bigint[] := ARRAY[0, 0, 0, 0];   -- queued work per class (index class + 1)
   v_names text[];                         -- the batch's kinds, and per kind (same index):
   v_workers bigint[];                     --   the workers of the live nodes that serve it
   v_running bigint[];                     --   their running jobs' expected rest (0: one is idle)
   c record;
 BEGIN
-  PERFORM pg_advisory_xact_lock(7170734562315111684);
-  v_now := clock_timestamp();
+  IF NOT (true = ANY (p_decide)) THEN RETURN v_out; END IF;
   SELECT coalesce(sum(sc.queued), 0) INTO v_queued FROM sandglass_counters sc;
   FOR c IN SELECT sc.priority AS cl, sum(sc.work_us) AS w FROM sandglass_counters sc GROUP BY sc.priority LOOP
     IF c.cl BETWEEN 0 AND 3 THEN v_work[c.cl + 1] := c.w; END IF;
@@ -300,35 +311,75 @@ BEGIN
                  coalesce(sum(least(n.busy, n.workers)), 0)::bigint AS busy,
                  coalesce(sum(greatest(0, n.running_rest_us - floor(extract(epoch FROM
                           (v_now - n.running_at)) * 1000000)::bigint)), 0)::bigint AS running
-            FROM (SELECT DISTINCT x AS name FROM unnest(p_kinds) AS x) u
+            FROM (SELECT DISTINCT p_kinds[x.n] AS name
+                    FROM generate_series(1, cardinality(p_kinds)) AS x(n) WHERE p_decide[x.n]) u
             LEFT JOIN sandglass_nodes n
               ON n.heartbeat_at > v_now - p_lease_ms * interval '1 millisecond'
              AND (n.kinds IS NULL OR u.name = ANY (n.kinds))
            GROUP BY u.name) k;
   FOR i IN
-    SELECT o.n FROM unnest(p_priorities) WITH ORDINALITY AS o(pr, n) ORDER BY o.pr, o.n
+    SELECT o.n FROM unnest(p_priorities) WITH ORDINALITY AS o(pr, n)
+     WHERE p_decide[o.n] ORDER BY o.pr, o.n
   LOOP
     v_class := p_priorities[i] + 1;
-    ord := i; inserted := false;
-    IF p_keys[i] IS NOT NULL THEN
-      SELECT j.id, j.fingerprint INTO v_id, v_fp FROM sandglass_jobs j WHERE j.idempotency_key = p_keys[i];
-      IF FOUND THEN
-        job_id := v_id;
-        verdict := CASE WHEN v_fp = p_fingerprints[i] THEN 'attached' ELSE 'conflict' END;
-        RETURN NEXT;
-        CONTINUE;
-      END IF;
-    END IF;
     IF v_capacity > 0 AND v_queued >= v_capacity THEN
-      job_id := NULL; verdict := 'queue_full'; RETURN NEXT; CONTINUE;
+      v_out[i] := 'queue_full'; CONTINUE;
     END IF;
     v_ahead := 0;
     FOR k IN 1 .. v_class LOOP v_ahead := v_ahead + v_work[k]; END LOOP;
     v_at := array_position(v_names, p_kinds[i]);
     IF p_tail_us[i] > 0 AND v_workers[v_at] > 0
        AND (v_ahead + v_running[v_at]) / v_workers[v_at] + p_tail_us[i] > p_remaining_us[i] THEN
-      job_id := NULL; verdict := 'deadline_implausible'; RETURN NEXT; CONTINUE;
+      v_out[i] := 'deadline_implausible'; CONTINUE;
     END IF;
+    v_queued := v_queued + 1;
+    v_work[v_class] := v_work[v_class] + p_work_us[i];
+    v_out[i] := 'admitted';
+  END LOOP;
+  RETURN v_out;
+END $$;
+
+-- Admission of a batch by the rule above (sandglass_admission_verdicts, deciding every job no
+-- key settles first). A keyed job is attached (a job with its key exists with the same
+-- fingerprint), a conflict, or, when admitted, inserted here (queued; inserted true); an
+-- admitted job without a key gets its id reserved (inserted false) for the caller to insert.
+-- Rows come in the order decided; the admission lock, counting and NOTIFY are the caller's.
+CREATE OR REPLACE FUNCTION sandglass_admit(p_kinds text[], p_args text[], p_priorities smallint[],
+                                p_keys text[], p_fingerprints text[], p_remaining_us bigint[],
+                                p_budget_us bigint[], p_work_us bigint[], p_tail_us bigint[],
+                                p_lease_ms bigint, p_tokens uuid[])
+RETURNS TABLE (ord integer, job_id bigint, verdict text, inserted boolean) LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  i integer; v_id bigint; v_fp text; v_n integer := coalesce(cardinality(p_kinds), 0);
+  v_decide boolean[] := array_fill(true, ARRAY[coalesce(cardinality(p_kinds), 0)]);
+  v_settled_ids bigint[] := array_fill(NULL::bigint, ARRAY[coalesce(cardinality(p_kinds), 0)]);
+  v_settled text[] := array_fill(NULL::text, ARRAY[coalesce(cardinality(p_kinds), 0)]);
+  v_verdicts text[];
+BEGIN
+  FOR i IN 1 .. v_n LOOP  -- a key an existing job holds settles its job: attached or a conflict
+    IF p_keys[i] IS NOT NULL THEN
+      SELECT j.id, j.fingerprint INTO v_id, v_fp FROM sandglass_jobs j WHERE j.idempotency_key = p_keys[i];
+      IF FOUND THEN
+        v_decide[i] := false;
+        v_settled_ids[i] := v_id;
+        v_settled[i] := CASE WHEN v_fp = p_fingerprints[i] THEN 'attached' ELSE 'conflict' END;
+      END IF;
+    END IF;
+  END LOOP;
+  v_verdicts := sandglass_admission_verdicts(p_kinds, p_priorities, p_remaining_us, p_work_us,
+                                             p_tail_us, p_lease_ms, v_decide);
+  FOR i IN
+    SELECT o.n FROM unnest(p_priorities) WITH ORDINALITY AS o(pr, n) ORDER BY o.pr, o.n
+  LOOP
+    ord := i; inserted := false; job_id := NULL;
+    IF NOT v_decide[i] THEN
+      job_id := v_settled_ids[i]; verdict := v_settled[i];
+      RETURN NEXT;
+      CONTINUE;
+    END IF;
+    verdict := v_verdicts[i];
+    IF verdict <> 'admitted' THEN RETURN NEXT; CONTINUE; END IF;
     IF p_keys[i] IS NOT NULL THEN
       v_id := NULL;
       INSERT INTO sandglass_jobs (kind, args, priority, idempotency_key, fingerprint, budget_us,
@@ -338,7 +389,7 @@ BEGIN
               p_tokens[i])
       ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
       RETURNING id INTO v_id;
-      IF v_id IS NULL THEN  -- another node inserted this key since the check above
+      IF v_id IS NULL THEN  -- inserted since the look-up above (by another node, or this batch)
         SELECT j.id, j.fingerprint INTO v_id, v_fp FROM sandglass_jobs j WHERE j.idempotency_key = p_keys[i];
         job_id := v_id;
         verdict := CASE WHEN v_fp = p_fingerprints[i] THEN 'attached' ELSE 'conflict' END;
@@ -349,9 +400,7 @@ BEGIN
     ELSE
       v_id := nextval('sandglass_jobs_id_seq');
     END IF;
-    v_queued := v_queued + 1;
-    v_work[v_class] := v_work[v_class] + p_work_us[i];
-    job_id := v_id; verdict := 'admitted';
+    job_id := v_id;
     RETURN NEXT;
   END LOOP;
 END $$;
@@ -387,9 +436,8 @@ END $$;
 -- No deadlock. The claim holds the exclusive lock only at the end of its statement: its
 -- outcomes are written, its claimed rows are locked by SKIP LOCKED (it waits for no job row),
 -- then it waits for its hunger row and its counter rows. A submission takes the shared lock
--- after its waits for job rows (keyed inserts, sandglass_await) and before it locks any counter
--- row; the rows it locks after it (its new rows, its counters) are ones the claim holding the
--- lock cannot hold.
+-- after its waits for job rows (keyed inserts, sandglass_await) and before the admission lock;
+-- what it locks after it (the admission lock, its admissions' counter rows) a claim never holds.
 --
 -- Idle claims. A hungry node claims every poll_ms. Its claim first asks
 -- sandglass_nothing_to_claim, a few index descents, and returns at once when there is no queued
@@ -484,6 +532,8 @@ DECLARE
   v_now_ords integer[];            -- the jobs admitted now, by their place (NULL: all of them)
   v_later integer[];               -- the delayed ones
   v_keyed_new bigint[] := '{}'; v_keyed_ords integer[] := '{}';  -- keyed rows admit inserted
+  v_decide boolean[]; v_check text[];  -- the second pass, under the admission lock
+  v_gone bigint[] := '{}'; v_gone_verdicts text[] := '{}';  -- rows it refused, and why
   v_id bigint; v_fp text;
 BEGIN
   SELECT coalesce(array_agg(u.n ORDER BY u.n) FILTER (WHERE coalesce(p_delay_us[u.n], 0) <= 0), '{}'),
@@ -503,15 +553,9 @@ BEGIN
                              sandglass_pick(p_tokens, v_now_ords)) AS x
     LOOP
       v_ord := v_ord || a.ord; v_res_ids := v_res_ids || a.job_id; v_verdicts := v_verdicts || a.verdict;
-      IF a.verdict = 'admitted' AND a.inserted THEN  -- keyed: queued already, counted here
-        v_class := p_priorities[a.ord] + 1;
-        v_add[v_class] := v_add[v_class] + 1;
-        v_addw[v_class] := v_addw[v_class] + p_work_us[a.ord];
-        IF NOT (p_kinds[a.ord] = ANY (v_kinds)) THEN v_kinds := v_kinds || p_kinds[a.ord]; END IF;
+      IF a.verdict = 'admitted' AND a.inserted THEN  -- keyed: queued already
         IF NOT p_wait[a.ord] THEN v_unawaited := v_unawaited || a.job_id; ELSE v_attach := v_attach || a.job_id; END IF;
-        IF p_retry_max[a.ord] IS NOT NULL THEN
-          v_keyed_new := v_keyed_new || a.job_id; v_keyed_ords := v_keyed_ords || a.ord;
-        END IF;
+        v_keyed_new := v_keyed_new || a.job_id; v_keyed_ords := v_keyed_ords || a.ord;
       ELSIF a.verdict = 'admitted' THEN
         v_new := v_new || a.ord;
         v_new_ids := v_new_ids || a.job_id;
@@ -525,7 +569,7 @@ BEGIN
   IF cardinality(v_keyed_new) > 0 THEN
     UPDATE sandglass_jobs j SET retry_max = p_retry_max[k.o], retry_backoff_us = p_retry_backoff_us[k.o]
       FROM unnest(v_keyed_new, v_keyed_ords) AS k(id, o)
-     WHERE j.id = k.id;
+     WHERE j.id = k.id AND p_retry_max[k.o] IS NOT NULL;
   END IF;
   -- Delayed jobs: scheduled rows, in no counter (no work ahead of anyone until their start).
   FOREACH i IN ARRAY v_later LOOP
@@ -564,11 +608,6 @@ BEGIN
      WHERE j.id = ANY (v_unawaited) AND NOT (j.id = ANY (v_attach));
   END IF;
   PERFORM sandglass_await(ARRAY(SELECT DISTINCT x FROM unnest(v_attach) AS x ORDER BY x), p_node);
-  -- Before any counter row is locked ("Hungry nodes": no deadlock with a claim that holds
-  -- the lock exclusively and then counts its claims). Only a statement that may queue a job.
-  IF cardinality(v_new) > 0 OR cardinality(v_kinds) > 0 THEN
-    PERFORM pg_advisory_xact_lock_shared(7170734562315111683);
-  END IF;
 
   -- Claims at insert: the unkeyed admitted jobs this node serves, in claim order, while they
   -- come before the queue's head (of the served kinds, not yet expired) and p_claim allows.
@@ -595,14 +634,6 @@ BEGIN
       v_taken := v_taken + 1;
     END LOOP;
   END IF;
-  FOR k IN 1 .. coalesce(cardinality(v_new), 0) LOOP
-    i := v_new[k];
-    IF NOT v_claim[k] THEN
-      v_add[p_priorities[i] + 1] := v_add[p_priorities[i] + 1] + 1;
-      v_addw[p_priorities[i] + 1] := v_addw[p_priorities[i] + 1] + p_work_us[i];
-      IF NOT (p_kinds[i] = ANY (v_kinds)) THEN v_kinds := v_kinds || p_kinds[i]; END IF;
-    END IF;
-  END LOOP;
   -- Created, and for a claimed job claimed, at the instant its deadline counts from.
   INSERT INTO sandglass_jobs (id, kind, args, priority, budget_us, work_us, created_at, deadline,
                               state, owner, attempt, claimed_at, node_ran, awaited, awaited_by,
@@ -617,8 +648,46 @@ BEGIN
          p_wait[u.o], CASE WHEN p_wait[u.o] THEN ARRAY[p_node] END, p_tokens[u.o],
          p_retry_max[u.o], p_retry_backoff_us[u.o]
     FROM unnest(v_new, v_new_ids, v_claim) AS u(o, id, cl);
-  PERFORM sandglass_count_classes(p_node, v_add, v_addw);
-  PERFORM sandglass_wake_hungry(v_kinds, p_lease_ms);
+
+  -- The decision that counts ("Atomic admission"): the inserted jobs again, under the lock,
+  -- against the counters every committed submission left. A job refused now is deleted; so is
+  -- the answer of a job of this batch that attached to it.
+  IF cardinality(v_new) > 0 OR cardinality(v_keyed_ords) > 0 THEN
+    PERFORM pg_advisory_xact_lock_shared(7170734562315111683);
+    PERFORM pg_advisory_xact_lock(7170734562315111684);
+    v_decide := array_fill(false, ARRAY[cardinality(p_kinds)]);
+    FOREACH i IN ARRAY v_new || v_keyed_ords LOOP v_decide[i] := true; END LOOP;
+    v_check := sandglass_admission_verdicts(p_kinds, p_priorities, p_remaining_us, p_work_us,
+                                            p_tail_us, p_lease_ms, v_decide);
+    SELECT coalesce(array_agg(g.id), '{}'), coalesce(array_agg(v_check[g.o]), '{}')
+      INTO v_gone, v_gone_verdicts
+      FROM unnest(v_new || v_keyed_ords, v_new_ids || v_keyed_new) AS g(o, id)
+     WHERE v_check[g.o] <> 'admitted';
+    IF cardinality(v_gone) > 0 THEN
+      DELETE FROM sandglass_jobs j WHERE j.id = ANY (v_gone);
+      FOR k IN 1 .. cardinality(v_ord) LOOP
+        IF v_res_ids[k] = ANY (v_gone) THEN
+          v_verdicts[k] := v_gone_verdicts[array_position(v_gone, v_res_ids[k])];
+          v_res_ids[k] := NULL;
+        END IF;
+      END LOOP;
+    END IF;
+  END IF;
+  -- What stays queued is counted: the admitted jobs not claimed at insert nor refused above.
+  FOR c IN
+    SELECT q.o FROM unnest(v_new || v_keyed_ords, v_new_ids || v_keyed_new,
+                           v_claim || array_fill(false, ARRAY[cardinality(v_keyed_ords)])) AS q(o, id, cl)
+     WHERE NOT q.cl AND NOT (q.id = ANY (v_gone))
+  LOOP
+    i := c.o;
+    v_add[p_priorities[i] + 1] := v_add[p_priorities[i] + 1] + 1;
+    v_addw[p_priorities[i] + 1] := v_addw[p_priorities[i] + 1] + p_work_us[i];
+    IF NOT (p_kinds[i] = ANY (v_kinds)) THEN v_kinds := v_kinds || p_kinds[i]; END IF;
+  END LOOP;
+  IF cardinality(v_kinds) > 0 THEN
+    PERFORM sandglass_count_classes(p_node, v_add, v_addw, true);
+    PERFORM sandglass_wake_hungry(v_kinds, p_lease_ms);
+  END IF;
   RETURN QUERY
     SELECT r.o, r.id,
            CASE WHEN r.v = 'admitted' AND coalesce(v_claim[array_position(v_new, r.o)], false)
@@ -634,9 +703,9 @@ END $$;
 -- deadline, its row's work estimate, and its kind's tail estimate among p_kinds/p_tail_us, 0 for
 -- a kind not named there): an admitted one becomes queued (counted under p_node, announced to
 -- hungry nodes), a refused one ends rejected with the admission's reason (queue_full,
--- deadline_implausible). Lock order as a submission's: the admission lock, then the due rows
--- (SKIP LOCKED: a row a cancel holds is due again next time), then 683 shared, then counter
--- rows. Returns how many were queued and rejected, and the microseconds from now to the next
+-- deadline_implausible). Lock order as a submission's: 683 shared, the admission lock, then the
+-- due rows (SKIP LOCKED: a row a cancel holds is due again next time), then its admissions'
+-- counter rows. Returns how many were queued and rejected, and the microseconds from now to the next
 -- scheduled start (NULL: none scheduled; zero or less: more are due already).
 CREATE OR REPLACE FUNCTION sandglass_promote_due(p_node text, p_lease_ms bigint, p_limit integer,
                                                  p_kinds text[], p_tail_us bigint[])
@@ -652,6 +721,7 @@ BEGIN
   promoted := 0; refused := 0;
   -- Nothing due (the usual pass): the admission lock is not taken (one descent of the index).
   IF EXISTS (SELECT 1 FROM sandglass_jobs j WHERE j.state = 'scheduled' AND j.start_at <= clock_timestamp()) THEN
+    PERFORM pg_advisory_xact_lock_shared(7170734562315111683);  -- "Hungry nodes"
     PERFORM pg_advisory_xact_lock(7170734562315111684);
     v_now := clock_timestamp();
     SELECT array_agg(d.id ORDER BY d.start_at), array_agg(d.kind ORDER BY d.start_at),
@@ -684,9 +754,8 @@ BEGIN
         END IF;
       END LOOP;
       IF cardinality(v_queued) > 0 THEN
-        PERFORM pg_advisory_xact_lock_shared(7170734562315111683);  -- "Hungry nodes"
         UPDATE sandglass_jobs j SET state = 'queued' WHERE j.id = ANY (v_queued);
-        PERFORM sandglass_count_classes(p_node, v_add, v_addw);
+        PERFORM sandglass_count_classes(p_node, v_add, v_addw, true);
         PERFORM sandglass_wake_hungry(v_queued_kinds, p_lease_ms);
         promoted := cardinality(v_queued);
       END IF;
@@ -838,7 +907,7 @@ BEGIN
   END LOOP;
   IF v_dec <> ARRAY[0, 0, 0, 0]::bigint[] THEN
     PERFORM sandglass_count_classes(p_node, ARRAY[-v_dec[1], -v_dec[2], -v_dec[3], -v_dec[4]],
-                                    ARRAY[-v_decw[1], -v_decw[2], -v_decw[3], -v_decw[4]]);
+                                    ARRAY[-v_decw[1], -v_decw[2], -v_decw[3], -v_decw[4]], false);
   END IF;
   IF cardinality(v_ended) > 0 THEN
     PERFORM sandglass_notify_outcomes(v_ended, v_ended_kinds, NULL);
@@ -1054,7 +1123,7 @@ BEGIN
   INSERT INTO sandglass_counters AS c (node, priority, queued, work_us)
   SELECT '', d.priority, sum(d.queued), sum(d.work_us) FROM departed d GROUP BY d.priority
    ORDER BY d.priority
-  ON CONFLICT (node, priority) DO UPDATE
+  ON CONFLICT (node, priority, intake) DO UPDATE
     SET queued = c.queued + EXCLUDED.queued, work_us = c.work_us + EXCLUDED.work_us;
   RETURN NEXT;
 END $$;

@@ -103,6 +103,13 @@ TEST_CASE("delayed cluster jobs are no work ahead until their start: an immediat
     CHECK(text(item.as_object(), "state") == "scheduled");
   }
   CHECK(c.pg.scalar("SELECT count(*) FROM sandglass_jobs WHERE state = 'scheduled'") == "12");
+  // /v1/stats counts them, per class, apart from the queue.
+  const boost::json::object totals =
+      json_of(http(a.port(), "GET", "/v1/stats")).at("cluster").at("jobs").as_object();
+  CHECK(totals.at("scheduled").at("high").to_number<std::int64_t>() == 6);
+  CHECK(totals.at("scheduled").at("normal").to_number<std::int64_t>() == 6);
+  CHECK(totals.at("scheduled").at("total").to_number<std::int64_t>() == 12);
+  CHECK(totals.at("queued").at("total").to_number<std::int64_t>() == 0);
   const auto r = json_of(post_job(
       a.port(), R"({"kind":"sleep","args":{"ms":5},"priority":"sheddable","timeout_ms":5000})"));
   CHECK(text(r, "state") == "completed");

@@ -153,6 +153,8 @@ TEST_CASE("a job its node claimed ahead is listed claimed, not running, and /v1/
   CHECK(text(job_in(all, first), "state") == "running");
   CHECK(text(job_in(all, third), "state") == "queued");
   CHECK(text(job_in(all, spin), "state") == "completed");
+  CHECK(state_of(p, second) == "claimed");  // GET of one job says what the listing says
+  CHECK(state_of(p, first) == "running");
   CHECK(jobs_total(p, "claimed") == 1);
   CHECK(jobs_total(p, "running") == 1);
   CHECK(jobs_total(p, "queued") == 1);
