@@ -68,6 +68,12 @@ class EstimateState : public JobOrigin {
   // key's run-time figures. Ages the samples first when that is overdue (the file comment)
   // and the estimator is free, else uses the figures published last.
   Figures figures(TimePoint now, Duration expected = Duration::zero());
+  // What figures() gives for a key that has no runs (nor any state yet): the job's own
+  // `expected` run time, else zero (unknown).
+  static Figures without_runs(Duration expected) noexcept {
+    if (expected <= Duration::zero()) return {};
+    return {.tail = expected, .central = expected, .from_expected = true};
+  }
   // Adds a run that took `run_time`, ended at `ended_at` and was expected to take `expected`
   // (zero: no hint), ages the samples when that is due, and publishes the new figures.
   void record(Duration run_time, TimePoint ended_at, Duration expected = Duration::zero());

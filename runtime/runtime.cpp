@@ -57,6 +57,10 @@ void Runtime::end_drain() { core_->end_drain(); }
 RuntimeStats Runtime::stats() const { return core_->stats(); }
 std::vector<Overrun> Runtime::overruns() const { return core_->overruns(); }
 std::vector<EstimateSnapshot> Runtime::estimates() const { return core_->estimates(); }
+void Runtime::record_run(const JobSpec& spec, Duration run_time) {
+  core_->record_outside_run(spec, run_time);
+}
+RunEstimate Runtime::estimate(const JobSpec& spec) const { return core_->estimate(spec); }
 
 const RuntimeOptions& Runtime::options() const noexcept { return core_->options(); }
 

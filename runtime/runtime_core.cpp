@@ -849,6 +849,28 @@ std::vector<EstimateSnapshot> RuntimeCore::estimates() {
   return out;
 }
 
+void RuntimeCore::record_outside_run(const JobSpec& spec, Duration run_time) {
+  if (spec.kind.empty()) throw std::invalid_argument{"record_run: kind is empty"};
+  EstimateState* state = nullptr;
+  {
+    std::lock_guard lock{kinds_mu_};  // entries are never removed: the pointer stays valid
+    state = &estimate_state_locked(spec.estimate_key.empty() ? spec.kind : spec.estimate_key, spec.kind);
+  }
+  state->record(run_time, Clock::now(), spec.expected);
+}
+
+RunEstimate RuntimeCore::estimate(const JobSpec& spec) {
+  EstimateState* state = nullptr;
+  {
+    std::lock_guard lock{kinds_mu_};  // entries are never removed: the pointer stays valid
+    const auto it = estimates_.find(std::string_view{spec.estimate_key.empty() ? spec.kind : spec.estimate_key});
+    if (it != estimates_.end()) state = &it->second;
+  }
+  const EstimateState::Figures f = state != nullptr ? state->figures(Clock::now(), spec.expected)
+                                                    : EstimateState::without_runs(spec.expected);
+  return {.central = f.central, .tail = f.tail};
+}
+
 std::vector<const Job*> RuntimeCore::overrunning(TimePoint now) const {
   std::vector<const Job*> due;
   for (const RunSlot& slot : slots_) {

@@ -114,6 +114,10 @@ class RuntimeCore final : public JobSource {
   RuntimeStats stats() const;
   std::vector<Overrun> overruns() const;
   std::vector<EstimateSnapshot> estimates();
+  // Runtime::record_run (a run measured elsewhere) and Runtime::estimate. Each takes kinds_mu_
+  // for the look-up.
+  void record_outside_run(const JobSpec& spec, Duration run_time);
+  RunEstimate estimate(const JobSpec& spec);
   const RuntimeOptions& options() const noexcept { return options_; }
 
   Job* next_job(std::size_t worker, Job* finished, Outcome&& outcome) noexcept override;

@@ -227,7 +227,6 @@ void ClusterNode::Impl::run_claimed(Claimed job) {
   const std::string& kind_name = job.kind;
   const JobKind* kind = kinds_.find(kind_name);
   JobHandler handler;
-  std::string estimate_key;
   Duration size{};  // its own size, stated by its args (sleep, spin); zero: the kind's estimate
   std::string error = "no such kind";
   try {
@@ -235,7 +234,6 @@ void ClusterNode::Impl::run_claimed(Claimed job) {
     boost::json::value args = boost::json::parse(job.args);
     if (!args.is_object()) throw ArgsError{"args", "must be an object"};
     handler = kind->prepare(args.as_object());
-    if (kind->estimate_key) estimate_key = kind->estimate_key(args.as_object());
     if (kind->expected) size = kind->expected(args.as_object());
   } catch (const std::exception& e) {
     error = e.what();
@@ -272,12 +270,13 @@ void ClusterNode::Impl::run_claimed(Claimed job) {
     inner(ctx);
   };
   // The claim was this job's admission (the cluster's estimates, the database's clock): the
-  // node's Runtime runs it without deciding again with its own estimate, which has seen only
-  // this node's runs. Its deadline and cancellation still apply, and it still teaches the
-  // Runtime's estimate (the node's /metrics and /v1/stats).
+  // node's Runtime runs it without deciding again. Its deadline and cancellation still apply,
+  // and its run teaches the Runtime's estimate, which is the node's (estimates): its key is the
+  // kind, as the cluster shares run times and claims by kind (a shared line names no finer
+  // key), and it states no size, as a shared line carries none.
   // A retry runs here within this claim (same attempt and owner), by the Runtime's retry rules.
   JobSpec spec{.kind = kind_name, .priority = job.priority, .deadline = job.deadline,
-               .estimate_key = std::move(estimate_key), .admitted = true, .retry = job.retry};
+               .admitted = true, .retry = job.retry};
   JobHandle handle = runtime_.submit(std::move(spec), std::move(wrapped),
                                      [this, id, attempt](const Outcome& o) {
                                        if (run_observer_) run_observer_(o);

@@ -30,10 +30,6 @@ ClusterNode::Impl::Impl(const DaemonConfig& config, const KindRegistry& kinds, R
       claim_ahead_{claim_ahead_for(config.runtime.workers, config.runtime.capacity,
                                    config.cluster->claim_ahead)},
       capacity_{config.runtime.capacity},
-      estimator_options_{.quantile = config.runtime.estimate_quantile,
-                         .window = config.runtime.estimate_window,
-                         .max_age = config.runtime.estimate_max_age,
-                         .age_in_runs = config.runtime.estimate_age_in_runs},
       keep_records_{std::max<std::chrono::milliseconds>(config.records.keep, kLeastKeep)},
       records_max_count_{config.records.max_count},
       lease_{{.lease = config.cluster->lease, .margin = config.cluster->lease / 4}} {

@@ -40,7 +40,7 @@ std::optional<HttpResponse> ClusterNode::Impl::refused_here(const JobRequest& re
 
 ClusterNode::ClientGone ClusterNode::Impl::submit(JobRequest req, TimePoint arrived_at, Respond respond) {
   if (std::optional<HttpResponse> refused =
-          refused_here(req, budget_left(req, arrived_at).left, estimates(req.kind, req.expected).second)) {
+          refused_here(req, budget_left(req, arrived_at).left, estimates(req.kind, req.expected).tail)) {
     respond(std::move(*refused));
     return {};
   }
@@ -229,25 +229,9 @@ std::vector<std::int64_t> ClusterNode::Impl::served_tails() {
   for (const std::string& k : served_) {
     const JobKind* kind = kinds_.find(k);
     const bool sized = kind != nullptr && kind->expected;
-    tails.push_back(us_of(std::max(sized ? Duration::zero() : estimates(k).second, budget_.min_useful)));
+    tails.push_back(us_of(std::max(sized ? Duration::zero() : estimates(k).tail, budget_.min_useful)));
   }
   return tails;
-}
-
-std::pair<Duration, Duration> ClusterNode::Impl::estimates(const std::string& kind, Duration expected) {
-  if (expected > Duration::zero()) return {expected, expected};
-  std::lock_guard lock{estimates_mu_};
-  const auto it = estimators_.find(kind);
-  if (it == estimators_.end()) return {};
-  it->second.age(Clock::now());
-  return {it->second.central(), it->second.tail()};
-}
-
-void ClusterNode::Impl::record_run(const std::string& kind, Duration run) {
-  std::lock_guard lock{estimates_mu_};
-  auto it = estimators_.find(kind);
-  if (it == estimators_.end()) it = estimators_.emplace(kind, ServiceTimeEstimator{estimator_options_}).first;
-  it->second.record(run);
 }
 
 void ClusterNode::Impl::insert(PgSession& db, std::vector<Pending>& batch) {

@@ -127,8 +127,9 @@ void ClusterNode::Impl::handle_notifications(PgSession& db, const std::vector<No
   answer(db, std::move(to_answer));
 }
 
-// One outcome line "ID KIND RUN_US": learns the run time, the notify lag, and moves the job's
-// waiters to `to_answer`.
+// One outcome line "ID KIND RUN_US": gives another node's run time to the Runtime's estimate of
+// the kind (a run of this node's is in it already: own_runs_), learns the notify lag, and moves
+// the job's waiters to `to_answer`.
 void ClusterNode::Impl::outcome_noticed(std::string_view line, TimePoint now,
                                         std::vector<Waiter>& to_answer) {
   const std::size_t sp = line.find(' ');
@@ -138,8 +139,10 @@ void ClusterNode::Impl::outcome_noticed(std::string_view line, TimePoint now,
   const std::string_view rest = line.substr(sp + 1);
   const std::size_t sp2 = rest.rfind(' ');
   if (sp2 != std::string_view::npos) {
-    if (const auto run_us = parse_int(rest.substr(sp2 + 1)); run_us && *run_us >= 0) {
-      record_run(std::string{rest.substr(0, sp2)}, microseconds{*run_us});
+    const auto run_us = parse_int(rest.substr(sp2 + 1));
+    // A run time (-1: the job never ran), and the line of another node's run.
+    if (run_us && *run_us >= 0 && !own_runs_.heard(id) && sp2 > 0) {
+      runtime_.record_run({.kind = std::string{rest.substr(0, sp2)}}, microseconds{*run_us});
     }
   }
   {

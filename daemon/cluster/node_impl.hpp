@@ -38,8 +38,6 @@
 #include "daemon/cluster/waiters.hpp"
 #include "daemon/cluster/wake_fd.hpp"
 
-#include <sandglass/service_time_estimator.hpp>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -191,13 +189,16 @@ class ClusterNode::Impl {
   static HttpResponse not_served(const PgError& e);
   // Tells the cluster which kinds this node serves (sandglass_nodes.kinds, for admission).
   void announce_kinds(PgSession& db);
-  // The central and tail estimates of a job of `kind`: with a size (`expected` above zero:
-  // JobRequest::expected, or JobKind::expected from its args), that size for both, as a lone
-  // daemon's key without hinted runs; else the kind's, from this node's outcomes and the other
-  // nodes' announced ones (each line of an outcome's NOTIFY carries its run time:
-  // run_time_sharing.hpp), zero when none are known.
-  std::pair<Duration, Duration> estimates(const std::string& kind, Duration expected = Duration::zero());
-  void record_run(const std::string& kind, Duration run);
+  // The central and tail estimates of a job of `kind`, the local Runtime's (Runtime::estimate)
+  // for the job's estimate key, which here is its kind (run_claimed): with a size (`expected`
+  // above zero: JobRequest::expected, or JobKind::expected from its args), that size for both
+  // (a claimed job states none to the Runtime, nor does a shared line, so no ratio is learnt);
+  // else the kind's recent runs, this node's own and the other nodes' announced ones (each
+  // line of an outcome's NOTIFY carries its run time: run_time_sharing.hpp), zero when none
+  // are known.
+  RunEstimate estimates(const std::string& kind, Duration expected = Duration::zero()) const {
+    return runtime_.estimate({.kind = kind, .expected = expected});
+  }
   std::vector<std::int64_t> served_tails();  // the tail estimate of each kind in served_
   // POST /v1/jobs on an intake thread, for the submissions that waited together: the budget
   // left becomes each row's deadline by the database's clock; admission and insert are one
@@ -316,8 +317,8 @@ class ClusterNode::Impl {
     bool notified;
   };
   // The outcomes a statement wrote, of `batch`: counts the stale rest, remembers when each
-  // announced one was sent (for the notify lag), and learns the run times of the others (an
-  // announced one's is learnt from its NOTIFY, as the other nodes learn it).
+  // announced one was sent (for the notify lag), and tells own_runs_ which ones no line will
+  // come for (the unannounced and the stale).
   void outcomes_written(const std::vector<Finish>& batch, const std::vector<Written>& written,
                         TimePoint sent);
 
@@ -386,7 +387,6 @@ class ClusterNode::Impl {
   const std::size_t workers_;
   const std::size_t claim_ahead_;  // claim_ahead_for(workers_, capacity_, [cluster] claim_ahead)
   const std::size_t capacity_;
-  const ServiceTimeEstimatorOptions estimator_options_;
   const std::chrono::milliseconds keep_records_;  // records.keep_ms, at least kLeastKeep
   const std::size_t records_max_count_;           // records.max_count
   TimePoint next_forget_{};                       // the maintenance thread's
@@ -405,9 +405,6 @@ class ClusterNode::Impl {
   std::atomic<bool> listening_{false};  // the listener's first LISTEN is done
 
   ClusterMetrics metrics_;
-
-  std::mutex estimates_mu_;
-  std::map<std::string, ServiceTimeEstimator, std::less<>> estimators_;  // guarded
 
   std::mutex intake_mu_;
   std::condition_variable_any intake_cv_;
@@ -455,6 +452,7 @@ class ClusterNode::Impl {
   std::vector<PgSession::Backend> orphans_;
 
   HeldRuns held_runs_;  // the runs of claimed jobs without a queued outcome (held_runs.hpp)
+  OwnRuns own_runs_;    // the runs whose announced outcome the listener skips (run_time_sharing.hpp)
 
   std::mutex lag_mu_;
   // Announced outcomes of this node not yet heard back (the notify lag). Guarded by lag_mu_.

@@ -15,6 +15,8 @@ void ClusterNode::Impl::finished(JobId id, int attempt, const Outcome& o) {
   // Only a shutdown's drain deadline removes a queued job with cause shutdown: a job claimed
   // (ahead, or just before stop_claiming) that this node never started.
   const bool give_back = o.reason == Reason::cancelled_in_queue && o.cause == CancelCause::shutdown;
+  // Its run time is in the Runtime's estimate already: its announced line is not counted again.
+  if (o.started()) own_runs_.ran(id, Clock::now());
   {
     std::lock_guard lock{claim_mu_};  // the claimer's wait reads held_ under it: no lost wake-up
     if (give_back) {
@@ -68,14 +70,14 @@ void ClusterNode::Impl::outcomes_written(const std::vector<Finish>& batch,
     spdlog::info("cluster: {} stale outcome(s) discarded: those jobs were no longer this node's",
                  batch.size() - written.size());
   }
-  // This node's run times: an announced outcome's from its NOTIFY (outcome_noticed, as on every
-  // node), the others' here. A stale outcome teaches nothing (another attempt's counts).
-  std::unordered_set<JobId> unannounced;
+  // This node's run times are in its Runtime's estimates already: no line comes for an
+  // outcome written unannounced or not written at all (stale), so own_runs_ forgets those now.
+  std::unordered_set<JobId> announced;
   for (const Written& w : written) {
-    if (!w.notified) unannounced.insert(w.id);
+    if (w.notified) announced.insert(w.id);
   }
   for (const Finish& f : batch) {
-    if (f.outcome.started() && unannounced.contains(f.id)) record_run(f.outcome.kind, f.outcome.timings.run_time);
+    if (!announced.contains(f.id)) own_runs_.not_announced(f.id);
   }
   std::lock_guard lock{lag_mu_};
   if (finish_sent_.size() > 4 * kFinishBatch) finish_sent_.clear();  // NOTIFYs lost: forget

@@ -161,8 +161,14 @@ struct EstimateSnapshot {
   std::string kind;     // the kind of the job that first used the key
   Duration mean{};      // predicts the work a job of this key puts ahead of later ones
   Duration tail{};      // the `estimate_quantile` of recent runs: what a job's own run must fit
-  std::uint64_t samples = 0;  // runs recorded since start
+  std::uint64_t samples = 0;  // runs recorded since start: its own and those given to record_run
   std::size_t kept = 0;       // of those, still in the window (not aged out)
+};
+
+// The run-time estimate admission uses for one job (Runtime::estimate).
+struct RunEstimate {
+  Duration central{};  // the work the job puts ahead of later ones
+  Duration tail{};     // what the job's own run must fit
 };
 
 // Where a job stands, for reporting while it has no outcome yet.
@@ -307,6 +313,20 @@ class Runtime {
   // daemon's come from its config). A job's run time is in its estimate before its outcome
   // is published (to a handle or to its callback).
   std::vector<EstimateSnapshot> estimates() const;
+  // Adds a run of a job like `spec` that took `run_time` and was measured elsewhere: by another
+  // process that runs jobs of the same estimate key (a cluster's other nodes). Only the spec's
+  // kind, estimate_key and expected count: the run joins the key's samples (with `expected`,
+  // above zero, also its ratio of actual to stated run time), as one of this runtime's own
+  // runs would, timed now. The runtime records its own runs itself: a run given here as well is
+  // counted twice. Takes the key's estimate lock, never the runtime's. Throws
+  // std::invalid_argument for an empty `kind`.
+  void record_run(const JobSpec& spec, Duration run_time);
+  // The estimate admission would use now for a job like `spec` (its kind, estimate_key and
+  // expected): with `expected` above zero, that size × the key's ratio of actual to stated run
+  // times (1 while none is kept); else the key's recent runs, zero while it has none. Takes
+  // the lock of the runtime's table of keys for the look-up, never the runtime's; a key no job
+  // and no record_run named gets no entry.
+  RunEstimate estimate(const JobSpec& spec) const;
   const RuntimeOptions& options() const noexcept;
 
  private:
