@@ -57,7 +57,8 @@ inline std::string state_of(std::uint16_t port, std::uint64_t id) {
 
 // True for the states a job ends in (completed, failed, rejected, expired, cancelled).
 inline bool terminal(std::string_view state) {
-  return !state.empty() && state != "scheduled" && state != "queued" && state != "running";
+  return !state.empty() && state != "scheduled" && state != "queued" && state != "claimed" &&
+         state != "running";
 }
 
 // Cancels job `id` with DELETE and returns its record once the job has ended. The DELETE answers
