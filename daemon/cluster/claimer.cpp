@@ -24,6 +24,13 @@
 // with an outcome (written like any), and shutdown drains it like a running job, or gives it
 // back to the queue at the drain deadline (give_back). Claims at insert never claim ahead: with
 // no backlog, another node's free worker may be about to take the job.
+//
+// The standing queue. Each exchange feeds this node's detector (standing_, the lone daemon's
+// StandingQueue): every job it claims starts a sojourn, its queue wait by the database's clock;
+// a claim that comes back short (the queue had no more of this node's kinds) ends a standing
+// queue at once; each run time moves the adaptive target. The heartbeat reports it; admission
+// applies it (functions.sql, "Admission and intake"). Claims at insert are not fed: such a job
+// never waited, and the next claim of an empty queue comes back short anyway.
 #include "daemon/cluster/job_rows.hpp"
 #include "daemon/cluster/node_impl.hpp"
 
@@ -165,7 +172,7 @@ bool ClusterNode::Impl::exchange(PgSession& db, const std::vector<Finish>& outco
   const PgRows rows = exec_claiming(
       db,
       "SELECT written, notified, job_id, kind, args, priority, attempt, remaining_us, retired, "
-      "retry_max, retry_backoff_us "
+      "retry_max, retry_backoff_us, waited_us "
       "FROM sandglass_finish_claim($1, $2, $3::bigint[], $4::int[], $5::text[], $6::text[], "
       "$7::text[], $8::boolean[], $9::text[], $10::text[], $11::bigint[], $12, $13::text[], "
       "$14::bigint[], $15, $16::text[], $17::text[])",
@@ -193,8 +200,15 @@ bool ClusterNode::Impl::exchange(PgSession& db, const std::vector<Finish>& outco
                          .deadline = Deadline::after(std::chrono::microseconds{rows.integer(r, 7)}, asked),
                          .epoch = claimer.epoch,
                          .retry = retry_of(rows, r, 9)});
+      // Its queue wait by the database's clock: a sojourn of the cluster's queue.
+      standing_.on_start(std::chrono::microseconds{rows.integer(r, 11)}, answered);
     }
   }
+  for (const Finish& f : outcomes) {
+    if (f.outcome.timings.run_time > Duration::zero()) standing_.on_run(f.outcome.timings.run_time);
+  }
+  // A short claim: nothing more of this node's kinds was queued, so no queue stands.
+  if (limit > 0 && claimed.size() < limit) standing_.on_empty();
   if (!outcomes.empty()) outcomes_written(outcomes, written, asked);
   if (limit > 0) {
     // All it asked for: the queue may hold more, so the next claim may claim ahead.

@@ -37,6 +37,7 @@
 #include "daemon/cluster/run_time_sharing.hpp"
 #include "daemon/cluster/waiters.hpp"
 #include "daemon/cluster/wake_fd.hpp"
+#include "runtime/standing_queue.hpp"
 
 #include <sandglass/service_time_estimator.hpp>
 
@@ -109,6 +110,8 @@ class ClusterNode::Impl {
   void list_jobs(const ListingQuery& query, Respond respond);
   void stats(std::string local_stats, Respond respond);
   bool ready() const noexcept { return db_ok_.load(std::memory_order_relaxed); }
+  // This node's standing-queue detector (standing_), read by any thread.
+  const detail::StandingQueue& standing_queue() const noexcept { return standing_; }
   const std::string& node_name() const noexcept { return node_; }
 
  private:
@@ -455,6 +458,12 @@ class ClusterNode::Impl {
   std::vector<PgSession::Backend> orphans_;
 
   HeldRuns held_runs_;  // the runs of claimed jobs without a queued outcome (held_runs.hpp)
+
+  // The standing-queue detector of the queue this node claims from (functions.sql, "Admission
+  // and intake"): written by the claimer thread only (exchange: each claimed job's queue wait,
+  // a short claim, each run time), read by the heartbeat (which reports it) and the stats. The
+  // target is fixed by admission.queue_delay_target_ms, as the local Runtime's options say.
+  detail::StandingQueue standing_{runtime_.options().queue_delay_target};
 
   std::mutex lag_mu_;
   // Announced outcomes of this node not yet heard back (the notify lag). Guarded by lag_mu_.
