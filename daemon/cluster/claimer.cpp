@@ -27,10 +27,18 @@
 //
 // The standing queue. Each exchange feeds this node's detector (standing_, the lone daemon's
 // StandingQueue): every job it claims starts a sojourn, its queue wait by the database's clock;
-// a claim that comes back short (the queue had no more of this node's kinds) ends a standing
-// queue at once; each run time moves the adaptive target. The heartbeat reports it; admission
-// applies it (functions.sql, "Admission and intake"). Claims at insert are not fed: such a job
-// never waited, and the next claim of an empty queue comes back short anyway.
+// a claim that comes back short (the queue had no more of this node's kinds) ends the
+// detector's standing queue at once; each run time moves the adaptive target. Once the
+// detector says a queue stands, the node holds that verdict (standing_held_) until a claim finds
+// nothing at all, not until one job waited less than the target: while the rule holds,
+// admission takes only jobs predicted to start within the target, so jobs that start within it
+// are the rule working, not the queue draining, and with the detector's own exit the queue
+// would fill to the edge of the budgets for a whole interval each time. Nor does a short claim
+// end it: the rule keeps about a target's worth of jobs queued, which one claim with its
+// claim-ahead places may take whole. Only a queue found empty says the overload is over. The
+// heartbeat reports the held verdict; admission applies it (functions.sql, "Admission and
+// intake"). Claims at insert are not fed: such a job never waited, and a claim of an empty
+// queue finds nothing anyway.
 #include "daemon/cluster/job_rows.hpp"
 #include "daemon/cluster/node_impl.hpp"
 
@@ -207,8 +215,14 @@ bool ClusterNode::Impl::exchange(PgSession& db, const std::vector<Finish>& outco
   for (const Finish& f : outcomes) {
     if (f.outcome.timings.run_time > Duration::zero()) standing_.on_run(f.outcome.timings.run_time);
   }
-  // A short claim: nothing more of this node's kinds was queued, so no queue stands.
+  // A short claim: nothing more of this node's kinds was queued, so no queue stands now. The
+  // held verdict ends only with a claim that found nothing at all (see "The standing queue").
   if (limit > 0 && claimed.size() < limit) standing_.on_empty();
+  if (limit > 0 && claimed.empty()) {
+    standing_held_.store(false, std::memory_order_relaxed);
+  } else if (standing_.standing()) {
+    standing_held_.store(true, std::memory_order_relaxed);
+  }
   if (!outcomes.empty()) outcomes_written(outcomes, written, asked);
   if (limit > 0) {
     // All it asked for: the queue may hold more, so the next claim may claim ahead.

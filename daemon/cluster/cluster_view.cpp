@@ -226,9 +226,9 @@ void ClusterNode::stats(std::string local_stats, Respond respond) {
   impl_->stats(std::move(local_stats), std::move(respond));
 }
 void ClusterNode::describe_admission(RuntimeStats& stats) const noexcept {
-  const detail::StandingQueue& standing = impl_->standing_queue();
-  stats.standing_queue = standing.standing();
-  stats.queue_delay_target = standing.target();
+  const Impl::StandingState standing = impl_->standing_queue();
+  stats.standing_queue = standing.standing;
+  stats.queue_delay_target = standing.target;
 }
 
 }  // namespace sandglass::daemon::cluster

@@ -70,7 +70,8 @@ void ClusterNode::Impl::heartbeat_loop(std::stop_token st) {
     // intake"): the jobs it holds and their expected rest, as a lone daemon's admission counts its
     // run slots; and the standing-queue detector's target while it sees a standing queue, else 0.
     const auto [busy, running_rest] = held_runs_.load(now);
-    const Duration standing_target = standing_.standing() ? standing_.target() : Duration::zero();
+    const StandingState standing = standing_queue();
+    const Duration standing_target = standing.standing ? standing.target : Duration::zero();
     try {
       ensure(db);
       const TimePoint sent = Clock::now();

@@ -110,8 +110,14 @@ class ClusterNode::Impl {
   void list_jobs(const ListingQuery& query, Respond respond);
   void stats(std::string local_stats, Respond respond);
   bool ready() const noexcept { return db_ok_.load(std::memory_order_relaxed); }
-  // This node's standing-queue detector (standing_), read by any thread.
-  const detail::StandingQueue& standing_queue() const noexcept { return standing_; }
+  // Whether this node sees a standing queue (standing_held_), and the target delay; any thread.
+  struct StandingState {
+    bool standing = false;
+    Duration target{};
+  };
+  StandingState standing_queue() const noexcept {
+    return {.standing = standing_held_.load(std::memory_order_relaxed), .target = standing_.target()};
+  }
   const std::string& node_name() const noexcept { return node_; }
 
  private:
@@ -464,6 +470,10 @@ class ClusterNode::Impl {
   // a short claim, each run time), read by the heartbeat (which reports it) and the stats. The
   // target is fixed by admission.queue_delay_target_ms, as the local Runtime's options say.
   detail::StandingQueue standing_{runtime_.options().queue_delay_target};
+  // What the node reports: set once the detector says a queue stands, cleared only by a claim
+  // that finds nothing (claimer.cpp, "The standing queue"). Written by the claimer thread;
+  // relaxed: a hint the heartbeat and the stats read.
+  std::atomic<bool> standing_held_{false};
 
   std::mutex lag_mu_;
   // Announced outcomes of this node not yet heard back (the notify lag). Guarded by lag_mu_.

@@ -258,15 +258,19 @@ $$;
 -- hunger lock) never waits for it.
 --
 -- The standing-queue rule, as a lone daemon's (runtime/standing_queue.hpp). Each node detects a
--- standing queue from its own claims: the queue wait of each job it claims (waited_us,
--- sandglass_claim) is a sojourn; a claim that comes back short (nothing more queued of its
--- kinds) ends a standing queue at once. Its beat reports the detector's target delay while one
--- stands, else 0 (sandglass_nodes.standing_target_us). For a job's kind, the queue stands when
--- every live node that serves the kind reports one: a node whose last claims found a fresh job,
--- or nothing, saw the queue drain, and one such node is enough to say it does not stand (a job
--- admitted now would be claimed soon). While it stands, a job is admitted only if predicted to
--- start within the largest target those nodes report: (the work ahead in its class and above +
--- the running rest) / the kind's workers, the start deadline_implausible counts. Bursts are
+-- standing queue from its own claims (daemon/cluster/claimer.cpp, "The standing queue"): the
+-- queue wait of each job it claims (waited_us, sandglass_claim) is a sojourn, and a whole
+-- interval of them above the target says a queue stands; the node holds that verdict until one
+-- of its claims finds nothing queued of its kinds. Its beat reports the target delay while it
+-- holds it, else 0 (sandglass_nodes.standing_target_us). For a job's kind, the queue stands when
+-- every live node that serves the kind reports one: a node that has not waited an interval of
+-- long waits, or whose claim just found nothing, sees a queue its workers drain (a job admitted
+-- now would be claimed soon), and one such node is enough. While it stands, a job is admitted
+-- only if predicted to start within the largest target those nodes report: the work queued
+-- ahead in its class and above / the kind's workers, the time until a worker takes it after the
+-- jobs ahead. The running jobs' rest is left out: the nodes report it by their tail estimates
+-- (the worst case deadline_implausible needs), which with every worker busy alone exceeds a
+-- target of two mean runs and would refuse everything until the queue had emptied. Bursts are
 -- still absorbed: a node says its queue stands only after a whole interval of waits above the
 -- target. An urgent job still overtakes: its work ahead is only its class and above. A refusal
 -- is the verdict 'standing_queue START_US TARGET_US' (the predicted start and the target, for
@@ -353,7 +357,7 @@ BEGIN
     END IF;
     -- The standing-queue rule (above).
     IF v_standing[v_at] > 0 AND v_workers[v_at] > 0 THEN
-      v_start := (v_ahead + v_running[v_at]) / v_workers[v_at];
+      v_start := v_ahead / v_workers[v_at];
       IF v_start > v_standing[v_at] THEN
         job_id := NULL; verdict := format('standing_queue %s %s', v_start, v_standing[v_at]);
         RETURN NEXT; CONTINUE;
