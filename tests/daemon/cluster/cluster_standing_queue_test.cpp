@@ -90,7 +90,7 @@ TEST_CASE("a burst is admitted whole; once the queue has stood for an interval, 
       a.port(), R"({"kind":"sleep","args":{"ms":10},"priority":"high","timeout_ms":30000})", {}, "?wait=false");
   CHECK(urgent.status == 202);
 
-  // Drained: a claim comes back short, the queue no longer stands, and a job with a long budget
+  // Drained: a claim finds nothing, the queue no longer stands, and a job with a long budget
   // is admitted whatever it waits.
   REQUIRE(eventually([&] { return reported_target_ms(a.port()) == 0.0; }, std::chrono::seconds{30}));
   CHECK(!standing_in_stats(a.port()));
