@@ -26,7 +26,7 @@ std::string admit(const MigratedDb& db, const std::string& kind, int priority) {
 TEST_SUITE("cluster") {
 
 TEST_CASE("while every live node of a kind reports a standing queue, only jobs predicted to "
-          "start within the largest target are admitted; an urgent class still is" *
+          "start within the largest target are admitted, and an urgent class still is" *
           doctest::timeout(60)) {
   MigratedDb db{/*workers=*/2, /*capacity=*/1000};
   // 1 s of normal-class work queued: a newcomer of that class starts in 0.5 s on 2 workers.

@@ -37,9 +37,9 @@ double reported_target_ms(std::uint16_t port) {
 
 TEST_SUITE("cluster") {
 
-TEST_CASE("a burst is admitted whole; once the queue has stood for an interval, newcomers "
-          "predicted to start beyond the target are refused while an urgent one is admitted; "
-          "drained, a long budget is admitted again" *
+TEST_CASE("a burst is admitted whole, then once the queue has stood for an interval newcomers "
+          "predicted to start beyond the target are refused while an urgent one is admitted, and "
+          "once it has drained a long budget is admitted again" *
           doctest::timeout(120)) {
   ClusterFixture c;
   // One sleep worker, target 100 ms: the interval is 1 s of starts that each waited longer.
