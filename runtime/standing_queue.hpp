@@ -18,9 +18,9 @@
 // worker keeps every worker busy), at least kMinTarget. The interval is kIntervalTargets
 // targets, at least kMinInterval (CoDel's 100 ms): a batch that drains within it is a burst.
 //
-// Thread safety: on_run, on_start and on_empty under the runtime's mutex (one writer at a
-// time); standing() and target() from any thread (relaxed: a hint admission reads; each is
-// written only when it changes).
+// Thread safety: on_run, on_start and on_empty by one writer at a time (the runtime's: under
+// its mutex; a cluster node's: its claimer thread); standing() and target() from any thread
+// (relaxed: a hint admission reads; each is written only when it changes).
 #pragma once
 
 #include <sandglass/deadline.hpp>
@@ -55,7 +55,7 @@ class StandingQueue {
   void set_standing(bool standing) noexcept;
 
   const Duration fixed_;
-  // Guarded by the runtime's mutex.
+  // The writer's (see Thread safety).
   double mean_run_ns_ = 0;       // a slowly moving mean of the run times (adaptive target)
   bool has_run_ = false;
   bool above_ = false;           // every start since above_since_ waited longer than the target

@@ -392,7 +392,9 @@ HttpResponse Api::cancel_job(std::uint64_t id) {
 }
 
 HttpResponse Api::metrics() {
-  std::string body = metrics_.render(runtime_.stats(), runtime_.options().workers,
+  RuntimeStats runtime = runtime_.stats();
+  if (cluster_ != nullptr) cluster_->describe_admission(runtime);
+  std::string body = metrics_.render(runtime, runtime_.options().workers,
                                      draining_.load(std::memory_order_relaxed),
                                      runtime_.estimates());
   for (const std::string& name : kinds_.names()) {
@@ -423,7 +425,8 @@ HttpResponse Api::stats() {
   for (const std::string& name : kinds_.names()) {
     if (const JobKind* kind = kinds_.find(name); kind->metrics) kind_metrics += kind->metrics();
   }
-  const RuntimeStats runtime = runtime_.stats();
+  RuntimeStats runtime = runtime_.stats();
+  if (cluster_ != nullptr) cluster_->describe_admission(runtime);
   const LiveStats::Snapshot snapshot = live_stats_.snapshot(now);
   const std::vector<EstimateSnapshot> estimates = runtime_.estimates();
   return {.body = stats_json({.runtime = runtime, .options = runtime_.options(), .live = snapshot,

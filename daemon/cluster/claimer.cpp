@@ -24,6 +24,21 @@
 // with an outcome (written like any), and shutdown drains it like a running job, or gives it
 // back to the queue at the drain deadline (give_back). Claims at insert never claim ahead: with
 // no backlog, another node's free worker may be about to take the job.
+//
+// The standing queue. Each exchange feeds this node's detector (standing_, the lone daemon's
+// StandingQueue): every job it claims starts a sojourn, its queue wait by the database's clock;
+// a claim that comes back short (the queue had no more of this node's kinds) ends the
+// detector's standing queue at once; each run time moves the adaptive target. Once the
+// detector says a queue stands, the node holds that verdict (standing_held_) until a claim finds
+// nothing at all, not until one job waited less than the target: while the rule holds,
+// admission takes only jobs predicted to start within the target, so jobs that start within it
+// are the rule working, not the queue draining, and with the detector's own exit the queue
+// would fill to the edge of the budgets for a whole interval each time. Nor does a short claim
+// end it: the rule keeps about a target's worth of jobs queued, which one claim with its
+// claim-ahead places may take whole. Only a queue found empty says the overload is over. The
+// heartbeat reports the held verdict; admission applies it (functions.sql, "Admission and
+// intake"). Claims at insert are not fed: such a job never waited, and a claim of an empty
+// queue finds nothing anyway.
 #include "daemon/cluster/job_rows.hpp"
 #include "daemon/cluster/node_impl.hpp"
 
@@ -38,7 +53,7 @@ namespace {
 // The exchange's columns, in the order its statement selects them.
 enum ExchangeColumn : int {
   kWritten, kNotified, kJobId, kKind, kArgs, kPriority, kAttempt, kRemainingUs, kRetired,
-  kRetryMax, kRetryBackoffUs,
+  kRetryMax, kRetryBackoffUs, kWaitedUs,
 };
 
 // A claimed row's retry spec (NULL retry_max: none).
@@ -172,7 +187,7 @@ bool ClusterNode::Impl::exchange(PgSession& db, const std::vector<Finish>& outco
   const PgRows rows = exec_claiming(
       db,
       "SELECT written, notified, job_id, kind, args, priority, attempt, remaining_us, retired, "
-      "retry_max, retry_backoff_us "
+      "retry_max, retry_backoff_us, waited_us "
       "FROM sandglass_finish_claim($1, $2, $3::bigint[], $4::int[], $5::text[], $6::text[], "
       "$7::text[], $8::boolean[], $9::text[], $10::text[], $11::bigint[], $12, $13::text[], "
       "$14::bigint[], $15, $16::text[], $17::text[])",
@@ -202,7 +217,20 @@ bool ClusterNode::Impl::exchange(PgSession& db, const std::vector<Finish>& outco
            .deadline = Deadline::after(std::chrono::microseconds{rows.integer(r, kRemainingUs)}, asked),
            .epoch = claimer.epoch,
            .retry = retry_of(rows, r)});
+      // Its queue wait by the database's clock: a sojourn of the cluster's queue.
+      standing_.on_start(std::chrono::microseconds{rows.integer(r, kWaitedUs)}, answered);
     }
+  }
+  for (const Finish& f : outcomes) {
+    if (f.outcome.timings.run_time > Duration::zero()) standing_.on_run(f.outcome.timings.run_time);
+  }
+  // A short claim: nothing more of this node's kinds was queued, so no queue stands now. The
+  // held verdict ends only with a claim that found nothing at all (see "The standing queue").
+  if (limit > 0 && claimed.size() < limit) standing_.on_empty();
+  if (limit > 0 && claimed.empty()) {
+    standing_held_.store(false, std::memory_order_relaxed);
+  } else if (standing_.standing()) {
+    standing_held_.store(true, std::memory_order_relaxed);
   }
   if (!outcomes.empty()) outcomes_written(outcomes, written, asked);
   if (limit > 0) {

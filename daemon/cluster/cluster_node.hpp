@@ -121,6 +121,10 @@ class ClusterNode {
   // from the database added (cluster_view.hpp). Answers through `respond` exactly once, from
   // another thread.
   void stats(std::string local_stats, Respond respond);
+  // Sets the standing-queue rule's state in `stats` (standing_queue, queue_delay_target) to
+  // this node's detector's, which sees the cluster's queue through its claims (functions.sql,
+  // "Admission and intake"): the local Runtime admits nothing itself in cluster mode.
+  void describe_admission(RuntimeStats& stats) const noexcept;
   bool ready() const noexcept;                 // false while the database is unreachable
   const std::string& node_name() const noexcept;
 

@@ -138,6 +138,7 @@ std::string cluster_stats_json(PgSession& db, const ViewingNode& me) {
           "  'lost', n.lost OR n.heartbeat_at < v.now - greatest($1::bigint, coalesce(n.lease_ms, 0))"
           "                                             * interval '1 millisecond',"
           "  'swept', n.lost, 'kinds', n.kinds,"
+          "  'standing_queue_target_ms', n.standing_target_us / 1000.0,"
           "  'up_ms', floor(extract(epoch FROM v.now - n.started_at) * 1000)::bigint)"
           "  ORDER BY n.node, n.started_at DESC), '[]'::json)"
           "   FROM (SELECT * FROM sandglass_nodes ORDER BY heartbeat_at DESC LIMIT {}) n),"
@@ -224,6 +225,11 @@ void ClusterNode::list_jobs(const ListingQuery& query, Respond respond) {
 }
 void ClusterNode::stats(std::string local_stats, Respond respond) {
   impl_->stats(std::move(local_stats), std::move(respond));
+}
+void ClusterNode::describe_admission(RuntimeStats& stats) const noexcept {
+  const Impl::StandingState standing = impl_->standing_queue();
+  stats.standing_queue = standing.standing;
+  stats.queue_delay_target = standing.target;
 }
 
 }  // namespace sandglass::daemon::cluster

@@ -43,12 +43,14 @@ struct ViewingNode {
 // The "cluster" object of /v1/stats, in one statement:
 //   {"node": NAME, "incarnation": OWNER,
 //    "nodes": [{"name", "incarnation", "workers", "capacity", "busy", "claimed_ahead",
-//               "lease_age_ms", "lease_ms", "lost", "swept", "kinds", "up_ms"}, ...],
+//               "lease_age_ms", "lease_ms", "lost", "swept", "kinds", "standing_queue_target_ms",
+//               "up_ms"}, ...],
 //    "jobs": {"queued": {"critical": N, ..., "total": N}, "running": {...}, "claimed": {...}}}
 // Nodes are the rows of sandglass_nodes (each incarnation; at most kMostNodesShown, the most
 // recently beaten first), "lost" once a sweep judged it so ("swept") or its lease has lapsed;
-// queued totals come from the admission counters, running and claimed from the running rows.
-// Throws PgError.
+// queued totals come from the admission counters, running and claimed from the running rows;
+// "standing_queue_target_ms" is the standing-queue target a node's last beat reported (0: it
+// sees no standing queue; functions.sql, "Admission and intake"). Throws PgError.
 inline constexpr std::size_t kMostNodesShown = 256;
 std::string cluster_stats_json(PgSession& db, const ViewingNode& me);
 

@@ -68,15 +68,17 @@ void ClusterNode::Impl::heartbeat_loop(std::stop_token st) {
     const TimePoint now = Clock::now();
     // What this node runs, for cluster admission (migrations/functions.sql, "Admission and
     // intake"): the jobs it holds and their expected rest, as a lone daemon's admission counts its
-    // run slots.
+    // run slots; and the standing-queue detector's target while it sees a standing queue, else 0.
     const auto [busy, running_rest] = held_runs_.load(now);
+    const StandingState standing = standing_queue();
+    const Duration standing_target = standing.standing ? standing.target : Duration::zero();
     try {
       ensure(db);
       const TimePoint sent = Clock::now();
       const PgRows alive = db->exec(
-          "SELECT sandglass_beat($1, $2::bigint, $3::int, $4::bigint)",
+          "SELECT sandglass_beat($1, $2::bigint, $3::int, $4::bigint, $5::bigint)",
           {owner(), std::to_string(config_.lease.count()), std::to_string(busy),
-           std::to_string(us_of(running_rest))});
+           std::to_string(us_of(running_rest)), std::to_string(us_of(standing_target))});
       if (alive.boolean(0, 0)) {
         lease_.acknowledged(sent);
       } else {

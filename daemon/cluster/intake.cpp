@@ -3,6 +3,7 @@
 // each.
 #include "daemon/cluster/job_rows.hpp"
 #include "daemon/cluster/node_impl.hpp"
+#include "daemon/cluster/standing_refusal.hpp"
 
 #include <boost/json/serialize.hpp>
 #include <fmt/format.h>
@@ -348,11 +349,22 @@ void ClusterNode::Impl::insert(PgSession& db, std::vector<Pending>& batch) {
 }
 
 // Answers one submission by its verdict: admitted, claimed (admitted and claimed here at
-// insert), scheduled (a delayed job, admitted at its start), attached, conflict, queue_full or
-// deadline_implausible.
+// insert), scheduled (a delayed job, admitted at its start), attached, conflict, queue_full,
+// deadline_implausible or the standing-queue rule's refusal (standing_refusal.hpp).
 void ClusterNode::Impl::admitted(PgSession& db, const Pending& p, JobId id,
                                  std::string_view verdict, const ClusterNode::Respond& respond) {
   const JobRequest& req = p.request;
+  if (const std::optional<StandingRefusal> standing = standing_refusal(verdict)) {
+    HttpResponse r = rejection(req.kind, Reason::queue_full, standing->error);
+    for (auto& [name, value] : r.headers) {
+      if (name == "Retry-After") {
+        value = std::to_string(std::max<std::int64_t>(
+            std::chrono::ceil<std::chrono::seconds>(standing->retry_after).count(), 1));
+      }
+    }
+    respond(std::move(r));
+    return;
+  }
   if (verdict == "queue_full" || verdict == "deadline_implausible") {
     respond(rejection(req.kind, verdict == "queue_full" ? Reason::queue_full : Reason::deadline_implausible,
                       verdict == "queue_full" ? "the cluster's queue is full"

@@ -37,6 +37,7 @@
 #include "daemon/cluster/run_time_sharing.hpp"
 #include "daemon/cluster/waiters.hpp"
 #include "daemon/cluster/wake_fd.hpp"
+#include "runtime/standing_queue.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -107,6 +108,14 @@ class ClusterNode::Impl {
   void list_jobs(const ListingQuery& query, Respond respond);
   void stats(std::string local_stats, Respond respond);
   bool ready() const noexcept { return db_ok_.load(std::memory_order_relaxed); }
+  // Whether this node sees a standing queue (standing_held_), and the target delay; any thread.
+  struct StandingState {
+    bool standing = false;
+    Duration target{};
+  };
+  StandingState standing_queue() const noexcept {
+    return {.standing = standing_held_.load(std::memory_order_relaxed), .target = standing_.target()};
+  }
   const std::string& node_name() const noexcept { return node_; }
 
  private:
@@ -453,6 +462,16 @@ class ClusterNode::Impl {
 
   HeldRuns held_runs_;  // the runs of claimed jobs without a queued outcome (held_runs.hpp)
   OwnRuns own_runs_;    // the runs whose announced outcome the listener skips (run_time_sharing.hpp)
+
+  // The standing-queue detector of the queue this node claims from (functions.sql, "Admission
+  // and intake"): written by the claimer thread only (exchange: each claimed job's queue wait,
+  // a short claim, each run time), read by the heartbeat (which reports it) and the stats. The
+  // target is fixed by admission.queue_delay_target_ms, as the local Runtime's options say.
+  detail::StandingQueue standing_{runtime_.options().queue_delay_target};
+  // What the node reports: set once the detector says a queue stands, cleared only by a claim
+  // that finds nothing (claimer.cpp, "The standing queue"). Written by the claimer thread;
+  // relaxed: a hint the heartbeat and the stats read.
+  std::atomic<bool> standing_held_{false};
 
   std::mutex lag_mu_;
   // Announced outcomes of this node not yet heard back (the notify lag). Guarded by lag_mu_.

@@ -301,6 +301,8 @@
       el('td', { class: 'n workers' }, n.workers),
       el('td', { class: 'n busy' }, n.busy),
       el('td', { class: 'n ahead' }, n.claimed_ahead),
+      // The standing-queue target its last beat reported; none while it sees no standing queue.
+      el('td', { class: 'n standing' }, n.standing_queue_target_ms ? n.standing_queue_target_ms : '—'),
       el('td', { class: 'lease' }, n.lost ? (n.swept ? 'lost (taken back)' : 'lost') : `held (${n.lease_ms} ms)`))));
     $('cluster-jobs').replaceChildren(...Object.entries(c.jobs).map(([state, by]) =>
       el('li', { dataset: { state } }, state + ' ', el('b', null, by.total),

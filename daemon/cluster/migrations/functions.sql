@@ -216,11 +216,12 @@ END $$;
 
 -- A beat of p_owner with its running work: busy, the jobs it holds, and running_rest_us, the
 -- sum of their expected rest (claimed at + the kind's tail estimate - now, at least zero), for
--- cluster admission. True: alive, the row holds all its jobs. False: lost (a sweep judged it so,
+-- cluster admission, and p_standing_target_us, its standing-queue detector's target delay while
+-- it sees a standing queue, else 0 (the standing-queue rule, "Admission and intake"). True: alive, the row holds all its jobs. False: lost (a sweep judged it so,
 -- or it has no row): it holds nothing any more. A gap in the beats longer than the lease, or a
 -- server restart since the last beat, starts a new run of beats (beating_since).
 CREATE OR REPLACE FUNCTION sandglass_beat(p_owner text, p_lease_ms bigint, p_busy integer,
-                               p_running_rest_us bigint)
+                               p_running_rest_us bigint, p_standing_target_us bigint)
 RETURNS boolean LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE v_now timestamptz := clock_timestamp();
 BEGIN
@@ -229,7 +230,8 @@ BEGIN
                                 OR n.heartbeat_at < v_now - p_lease_ms * interval '1 millisecond'
                               THEN v_now ELSE n.beating_since END,
          heartbeat_at = v_now, lease_ms = p_lease_ms, busy = p_busy,
-         running_rest_us = p_running_rest_us, running_at = v_now
+         running_rest_us = p_running_rest_us, running_at = v_now,
+         standing_target_us = greatest(p_standing_target_us, 0)
    WHERE n.owner = p_owner AND NOT n.lost;
   RETURN FOUND;
 END $$;
@@ -268,6 +270,25 @@ $$;
 -- sandglass_promote_due locks its rows with SKIP LOCKED), not for a claim's counter row, and
 -- not for 683 (taken shared before it, "Hungry nodes").
 --
+-- The standing-queue rule, as a lone daemon's (runtime/standing_queue.hpp). Each node detects a
+-- standing queue from its own claims (daemon/cluster/claimer.cpp, "The standing queue"): the
+-- queue wait of each job it claims (waited_us, sandglass_claim) is a sojourn, and a whole
+-- interval of them above the target says a queue stands; the node holds that verdict until one
+-- of its claims finds nothing queued of its kinds. Its beat reports the target delay while it
+-- holds it, else 0 (sandglass_nodes.standing_target_us). For a job's kind, the queue stands when
+-- every live node that serves the kind reports one: a node that has not waited an interval of
+-- long waits, or whose claim just found nothing, sees a queue its workers drain (a job admitted
+-- now would be claimed soon), and one such node is enough. While it stands, a job is admitted
+-- only if predicted to start within the largest target those nodes report: the work queued
+-- ahead in its class and above / the kind's workers, the time until a worker takes it after the
+-- jobs ahead. The running jobs' rest is left out: the nodes report it by their tail estimates
+-- (the worst case deadline_implausible needs), which with every worker busy alone exceeds a
+-- target of two mean runs and would refuse everything until the queue had emptied. Bursts are
+-- still absorbed: a node says its queue stands only after a whole interval of waits above the
+-- target. An urgent job still overtakes: its work ahead is only its class and above. A refusal
+-- is the verdict 'standing_queue START_US TARGET_US' (the predicted start and the target, for
+-- the 503's text and Retry-After); its reason is queue_full, as a lone daemon's.
+--
 -- Intake tokens. A node gives every submission a random token (sandglass_jobs.intake_token),
 -- written with the row it inserts. When the connection breaks while a submission's statement
 -- ran, its COMMIT may or may not have happened: the node ends the old session's server process
@@ -276,7 +297,8 @@ $$;
 -- submission once more cannot insert it twice.
 
 -- The admission rule, the one place it is written: a verdict for each job i with p_decide[i]
--- (NULL for the others): admitted, queue_full or deadline_implausible. The counters and the
+-- (NULL for the others): admitted, queue_full, deadline_implausible or 'standing_queue START_US
+-- TARGET_US' (the standing-queue rule, above). The counters and the
 -- live nodes are read once; the jobs are decided in class order (then as given), each against
 -- what the jobs decided before it left. Exact only for a caller that holds the admission lock
 -- 7170734562315111684 to its commit.
@@ -293,6 +315,8 @@ DECLARE
   v_names text[];                         -- the batch's kinds, and per kind (same index):
   v_workers bigint[];                     --   the workers of the live nodes that serve it
   v_running bigint[];                     --   their running jobs' expected rest (0: one is idle)
+  v_standing bigint[];                    --   the standing-queue target (0: no queue stands)
+  v_start bigint;
   c record;
 BEGIN
   IF NOT (true = ANY (p_decide)) THEN RETURN v_out; END IF;
@@ -305,9 +329,12 @@ BEGIN
   -- Per kind, as a lone daemon's admission: running work delays a newcomer only while none of
   -- the workers that could run it is idle.
   SELECT array_agg(k.name ORDER BY k.name), array_agg(k.workers ORDER BY k.name),
-         array_agg(CASE WHEN k.busy < k.workers THEN 0 ELSE k.running END ORDER BY k.name)
-    INTO v_names, v_workers, v_running
+         array_agg(CASE WHEN k.busy < k.workers THEN 0 ELSE k.running END ORDER BY k.name),
+         array_agg(k.standing ORDER BY k.name)
+    INTO v_names, v_workers, v_running, v_standing
     FROM (SELECT u.name, coalesce(sum(n.workers), 0)::bigint AS workers,
+                 CASE WHEN bool_and(n.standing_target_us > 0) THEN max(n.standing_target_us)
+                      ELSE 0 END AS standing,
                  coalesce(sum(least(n.busy, n.workers)), 0)::bigint AS busy,
                  coalesce(sum(greatest(0, n.running_rest_us - floor(extract(epoch FROM
                           (v_now - n.running_at)) * 1000000)::bigint)), 0)::bigint AS running
@@ -331,6 +358,13 @@ BEGIN
     IF p_tail_us[i] > 0 AND v_workers[v_at] > 0
        AND (v_ahead + v_running[v_at]) / v_workers[v_at] + p_tail_us[i] > p_remaining_us[i] THEN
       v_out[i] := 'deadline_implausible'; CONTINUE;
+    END IF;
+    -- The standing-queue rule (above).
+    IF v_standing[v_at] > 0 AND v_workers[v_at] > 0 THEN
+      v_start := v_ahead / v_workers[v_at];
+      IF v_start > v_standing[v_at] THEN
+        v_out[i] := format('standing_queue %s %s', v_start, v_standing[v_at]); CONTINUE;
+      END IF;
     END IF;
     v_queued := v_queued + 1;
     v_work[v_class] := v_work[v_class] + p_work_us[i];
@@ -501,7 +535,8 @@ $$;
 -- deadline do not count: a claim retires them) are inserted running, owner p_owner, attempt 1,
 -- in claim order, when p_owner holds its lease. Such a job is never queued: it never enters the
 -- counters and sends no NOTIFY. verdict 'claimed' names them, with the time they have left by
--- this clock; the others: admitted, attached, conflict, queue_full, deadline_implausible.
+-- this clock; the others: admitted, attached, conflict, queue_full, deadline_implausible,
+-- standing_queue START_US TARGET_US (sandglass_admit).
 -- p_wait[i] says the submitter of job i waits for its outcome: a job inserted here is awaited
 -- when its submitter waits; a job attached to by a waiting submitter becomes awaited. p_tokens:
 -- the intake tokens ("Admission and intake").
@@ -702,10 +737,11 @@ END $$;
 -- first) by the rule that admits submissions (sandglass_admit: each with the time left to its
 -- deadline, its row's work estimate, and its kind's tail estimate among p_kinds/p_tail_us, 0 for
 -- a kind not named there): an admitted one becomes queued (counted under p_node, announced to
--- hungry nodes), a refused one ends rejected with the admission's reason (queue_full,
--- deadline_implausible). Lock order as a submission's: 683 shared, the admission lock, then the
--- due rows (SKIP LOCKED: a row a cancel holds is due again next time), then its admissions'
--- counter rows. Returns how many were queued and rejected, and the microseconds from now to the next
+-- hungry nodes), a refused one ends rejected with the admission's reason (queue_full, also for
+-- the standing-queue rule's refusal; deadline_implausible). Lock order as a submission's: 683
+-- shared, the admission lock, then the due rows (SKIP LOCKED: a row a cancel holds is due again
+-- next time), then its admissions' counter rows. Returns how many were queued and rejected, and
+-- the microseconds from now to the next
 -- scheduled start (NULL: none scheduled; zero or less: more are due already).
 CREATE OR REPLACE FUNCTION sandglass_promote_due(p_node text, p_lease_ms bigint, p_limit integer,
                                                  p_kinds text[], p_tail_us bigint[])
@@ -749,7 +785,9 @@ BEGIN
           v_queued := v_queued || v_ids[a.ord];
           IF NOT (v_kinds[a.ord] = ANY (v_queued_kinds)) THEN v_queued_kinds := v_queued_kinds || v_kinds[a.ord]; END IF;
         ELSE
-          PERFORM sandglass_end(v_ids[a.ord], v_kinds[a.ord], 'rejected', a.verdict, NULL);
+          PERFORM sandglass_end(v_ids[a.ord], v_kinds[a.ord], 'rejected',
+                                CASE WHEN a.verdict LIKE 'standing_queue %' THEN 'queue_full'
+                                     ELSE a.verdict END, NULL);
           refused := refused + 1;
         END IF;
       END LOOP;
@@ -779,11 +817,14 @@ END $$;
 -- nothing returns at once; a short claim turns the node hungry and looks once more ("Hungry
 -- nodes"). The last row, when rows were retired, has only `retired` set. A claimed row comes with
 -- its retry spec (retry_max, retry_backoff_us; NULL: none): the claiming node retries it
--- within this claim.
+-- within this claim; and waited_us, how long it waited in the queue by this clock (from its
+-- creation, a delayed job's from its start), the claiming node's standing-queue detector's
+-- input.
 CREATE OR REPLACE FUNCTION sandglass_claim(p_owner text, p_node text, p_limit integer,
                                            p_kinds text[], p_tail_us bigint[])
 RETURNS TABLE (job_id bigint, kind text, args text, priority smallint, attempt integer,
-               remaining_us bigint, retired integer, retry_max integer, retry_backoff_us bigint)
+               remaining_us bigint, retired integer, retry_max integer, retry_backoff_us bigint,
+               waited_us bigint)
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 #variable_conflict use_column
 DECLARE
@@ -866,7 +907,9 @@ BEGIN
        WHERE j.id = ANY (v_ids) AND j.id = d.id
       RETURNING j.id AS id, j.kind AS k, j.args AS a, j.priority AS cl, j.attempt AS at,
                 d.left_us AS left_us, j.work_us AS w, d.take AS take, j.awaited AS aw,
-                j.retry_max AS rm, j.retry_backoff_us AS rb
+                j.retry_max AS rm, j.retry_backoff_us AS rb,
+                floor(extract(epoch FROM (v_now - greatest(j.created_at, coalesce(j.start_at, j.created_at))))
+                      * 1000000)::bigint AS wt
     LOOP
       v_dec[r.cl + 1] := v_dec[r.cl + 1] + 1;
       v_decw[r.cl + 1] := v_decw[r.cl + 1] + r.w;
@@ -874,6 +917,7 @@ BEGIN
         v_claimed := v_claimed + 1;
         job_id := r.id; kind := r.k; args := r.a; priority := r.cl; attempt := r.at;
         remaining_us := r.left_us; retired := 0; retry_max := r.rm; retry_backoff_us := r.rb;
+        waited_us := greatest(r.wt, 0);
         RETURN NEXT;
       ELSE
         v_retired := v_retired + 1;
@@ -915,6 +959,7 @@ BEGIN
   IF v_retired > 0 THEN
     job_id := NULL; kind := NULL; args := NULL; priority := NULL; attempt := NULL;
     remaining_us := NULL; retired := v_retired; retry_max := NULL; retry_backoff_us := NULL;
+    waited_us := NULL;
     RETURN NEXT;
   END IF;
 END $$;
@@ -971,13 +1016,13 @@ CREATE OR REPLACE FUNCTION sandglass_finish_claim(p_owner text, p_node text, p_i
                                        p_retry_stopped text[] DEFAULT NULL)
 RETURNS TABLE (written bigint, notified boolean, job_id bigint, kind text, args text,
                priority smallint, attempt integer, remaining_us bigint, retired integer,
-               retry_max integer, retry_backoff_us bigint)
+               retry_max integer, retry_backoff_us bigint, waited_us bigint)
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 BEGIN
   IF coalesce(cardinality(p_ids), 0) > 0 THEN
     RETURN QUERY
       SELECT f.id, f.notified, NULL::bigint, NULL::text, NULL::text, NULL::smallint,
-             NULL::integer, NULL::bigint, NULL::integer, NULL::integer, NULL::bigint
+             NULL::integer, NULL::bigint, NULL::integer, NULL::integer, NULL::bigint, NULL::bigint
         FROM sandglass_finish(p_owner, p_ids, p_attempts, p_states, p_reasons, p_causes,
                               p_committed, p_results, p_errors, p_run_us, p_share,
                               p_attempt_logs, p_retry_stopped) AS f;
@@ -985,7 +1030,7 @@ BEGIN
   IF p_limit > 0 THEN
     RETURN QUERY
       SELECT NULL::bigint, NULL::boolean, c.job_id, c.kind, c.args, c.priority, c.attempt,
-             c.remaining_us, c.retired, c.retry_max, c.retry_backoff_us
+             c.remaining_us, c.retired, c.retry_max, c.retry_backoff_us, c.waited_us
         FROM sandglass_claim(p_owner, p_node, p_limit, p_kinds, p_tail_us) AS c;
   END IF;
 END $$;

@@ -400,14 +400,14 @@ TEST_CASE("--migrate applies the schema once, a database migrated by a newer san
   const std::string path = write_temp_file("cluster.toml", "[cluster]\nconninfo = \"" + pg.conninfo() + "\"\n");
   const RunResult first = run_sandglassd({"--config", path, "--migrate"});
   CHECK(first.exit_code == 0);
-  CHECK(first.out.find("schema migrated from version 0 to 5 (001_schema.sql, 002_claim_index.sql, 003_delayed_and_retried.sql, 004_cluster_view.sql, 005_node_channels.sql)") != std::string::npos);
+  CHECK(first.out.find("schema migrated from version 0 to 7 (001_schema.sql, 002_claim_index.sql, 003_delayed_and_retried.sql, 004_cluster_view.sql, 005_node_channels.sql, 006_intake_counters.sql, 007_standing_queue.sql)") != std::string::npos);
   const RunResult again = run_sandglassd({"--config", path, "--migrate"});
   CHECK(again.exit_code == 0);
-  CHECK(again.out.find("schema is up to date (version 5)") != std::string::npos);
+  CHECK(again.out.find("schema is up to date (version 7)") != std::string::npos);
   pg.execute("INSERT INTO sandglass_schema_migrations (version, name) VALUES (999, '999_future.sql')");
   const RunResult newer = run_sandglassd({"--config", path, "--listen", "127.0.0.1:0"});
   CHECK(newer.exit_code == 1);
-  CHECK(newer.err.find("its schema is version 999, newer than this sandglassd knows (5)") != std::string::npos);
+  CHECK(newer.err.find("its schema is version 999, newer than this sandglassd knows (7)") != std::string::npos);
 }
 
 }  // TEST_SUITE
