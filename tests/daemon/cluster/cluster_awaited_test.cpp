@@ -17,11 +17,6 @@ namespace {
 
 const char* const kPriorities[] = {"critical", "high", "normal", "sheddable"};
 
-// A stream of short jobs with long budgets, sent faster than they run, is what the
-// standing-queue rule refuses once it has stood for an interval: these tests, about
-// announcements, give it a target no such stream reaches.
-constexpr const char* kNoStandingQueue = "[admission]\nqueue_delay_target_ms = 60000";
-
 // A sleep job of `ms` (keyed when `key` is not empty) with a budget of `timeout_ms`.
 std::string sleep_job(int ms, int timeout_ms, const char* priority, const std::string& key = {}) {
   return fmt::format(R"({{"kind":"sleep","args":{{"ms":{}}},"timeout_ms":{},"priority":"{}"{}}})", ms,
@@ -94,7 +89,7 @@ TEST_CASE("a waiter on one node is answered when its job runs on another: submit
 TEST_CASE("waiters that attach just as their jobs end lose no answer" * doctest::timeout(180)) {
   ClusterFixture c;
   DaemonProcess& entry = c.node({"spin"}, 1);
-  DaemonProcess& runner = c.node({"sleep"}, 4, kNoStandingQueue);
+  DaemonProcess& runner = c.node({"sleep"}, 4);
   // Each task submits a short keyed job on the runner without waiting and at once retries it
   // on the entry node, waiting: the retry's attach lands while the job is queued, running, or
   // being written, or after. The runner writes outcomes many times within kShareRunTimes, so
@@ -126,7 +121,7 @@ TEST_CASE("waiters that attach just as their jobs end lose no answer" * doctest:
 TEST_CASE("a job nobody waits for is not announced unless its node shares its run times" *
           doctest::timeout(120)) {
   ClusterFixture c;
-  DaemonProcess& a = c.node({"sleep"}, 2, kNoStandingQueue);
+  DaemonProcess& a = c.node({"sleep"}, 2);
   OutcomeListener heard{c.pg};
   OutcomeListener heard_by_a{c.pg, node_channel(c.pg, "outcome", ClusterFixture::name_of(a))};
   // Ended in the database, never shared: expired in the queue (nobody serves spin), cancelled

@@ -27,13 +27,20 @@ inline constexpr int kHeartbeatMs = 50;
 class ClusterFixture {
  public:
   // The [cluster] table of a node serving `kinds` (all when empty); `runtime` adds lines to its
-  // [runtime] table, `cluster` to its [cluster] table.
+  // [runtime] table (or tables after it), `cluster` to its [cluster] table. Unless `runtime`
+  // has an [admission] table, the standing-queue rule is held off (a fixed target of a
+  // minute): its adaptive target, two mean runs, is passed by any scene that keeps long jobs
+  // queued for an interval, and only cluster_standing_queue_*_test.cpp test the rule.
   std::string config(const std::vector<std::string>& kinds, int workers = 2,
                      const std::string& runtime = {}, const std::string& cluster = {}) const {
     std::string list;
     for (const std::string& k : kinds) list += (list.empty() ? "\"" : ", \"") + k + "\"";
+    const std::string admission = runtime.find("[admission]") == std::string::npos
+                                      ? "[admission]\nqueue_delay_target_ms = 60000\n"
+                                      : "";
     return fmt::format(R"([runtime]
 workers = {}
+{}
 {}
 [cluster]
 conninfo = "{}"
@@ -43,7 +50,7 @@ poll_ms = 100
 kinds = [{}]
 {}
 )",
-                       workers, runtime, pg.conninfo(), kHeartbeatMs, kLeaseMs, list, cluster);
+                       workers, runtime, admission, pg.conninfo(), kHeartbeatMs, kLeaseMs, list, cluster);
   }
 
   // Starts a node; its name is "HOST:PORT" (name_of).
