@@ -106,6 +106,7 @@ kinds = [{}]
 // POST /v1/jobs?wait=false on `port`; the job's id (the request must be accepted).
 inline std::uint64_t submit_later(std::uint16_t port, const std::string& body) {
   const HttpAnswer a = post_job(port, body, {}, "?wait=false");
+  INFO("submitted ", body, ", answered ", a.body);
   REQUIRE(a.status == 202);
   return id_of(a);
 }
