@@ -574,9 +574,12 @@ void RuntimeCore::mark_running(Job& job, TimePoint now, std::size_t worker, bool
   std::size_t slot = worker < slots_.size() && slots_[worker].job == nullptr ? worker : 0;
   while (slots_[slot].job != nullptr) ++slot;
   job.phase = Job::Phase::running;
-  job.started_at = now;
-  standing_.on_start(now - job.enqueued_at, now);
-  prediction_error_.on_start(job.predicted_start(), now);
+  // `now` was read under the lock, but a lock-free submitter may have pushed the job into the
+  // inbox after that reading (take() splices it): it cannot have started before it was queued,
+  // and queue_wait + run_time + remaining_at_end = budget holds only with a wait of zero or more.
+  job.started_at = std::max(now, job.enqueued_at);
+  standing_.on_start(job.started_at - job.enqueued_at, job.started_at);
+  prediction_error_.on_start(job.predicted_start(), job.started_at);
   job.worker = static_cast<std::uint32_t>(slot);
   job.started_.store(true, std::memory_order_release);  // pairs with JobHandle::progress
   if (job.group != 0) ++groups_[job.group - 1]->running;  // see KindState::running
@@ -584,7 +587,7 @@ void RuntimeCore::mark_running(Job& job, TimePoint now, std::size_t worker, bool
   if (job.awaitable() != nullptr) ++detached_;
   // The tail estimate, less what has run: for a kind of fixed length that is what is left; for
   // a memoryless one (exponential run times) it stays near the mean on average.
-  slots_[slot] = {.job = &job, .expected_end = saturating_add(now, job.estimate), .group = job.group};
+  slots_[slot] = {.job = &job, .expected_end = saturating_add(job.started_at, job.estimate), .group = job.group};
   // Published here, then the queue's reservation given back by the caller (next_job, under
   // the lock): a lock-free admission counts the job in one of the two (see
   // DeadlineQueue::take). Relaxed, because the release orders it: DeadlineQueue::release is a
