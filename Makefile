@@ -56,7 +56,7 @@ package: configure
 	cmake --build $(BUILD) --target sandglassd sandglass_cli
 	cd $(BUILD) && cpack -G DEB
 
-# make bench: every benchmark whose result bench/results/ keeps (about 12 minutes; run it on a
+# make bench: every benchmark whose result bench/results/ keeps (about 50 minutes; run it on a
 # quiet machine): the hand-off micro benchmarks, the overload bench with its spike, the soak of
 # one sandglassd, the cluster's steps and a chaos run of the cluster (both start their own
 # PostgreSQL). Tables, JSON and plots go to bench/results/. Needs oneTBB and gnuplot besides
